@@ -1,0 +1,70 @@
+// The data that flows from sources through the pipeline to a sink, and the cursor it carries.
+
+/** A cursor advance. The pipeline treats `value` as opaque; only the source that made it reads it. */
+export interface CheckpointToken {
+  readonly key: string;
+  readonly value: string;
+}
+
+export type Labels = Record<string, string>;
+
+/**
+ * One Loki log line plus the checkpoint it advances when committed.
+ *
+ * The timestamp is integer nanoseconds since the epoch: a replayed event must produce the identical
+ * Loki timestamp, and a JS Date (milliseconds) cannot carry what Salesforce sends.
+ */
+export class LogEntry {
+  timestampNs: bigint;
+  labels: Labels;
+  structuredMetadata: Labels;
+  checkpoint: CheckpointToken;
+  readonly checkpointOnly: boolean;
+  #line: string;
+  #lineBytes = -1;
+
+  constructor(init: {
+    timestampNs: bigint;
+    labels: Labels;
+    line: string;
+    structuredMetadata?: Labels;
+    checkpoint: CheckpointToken;
+    checkpointOnly?: boolean;
+  }) {
+    this.timestampNs = init.timestampNs;
+    this.labels = init.labels;
+    this.#line = init.line;
+    this.structuredMetadata = init.structuredMetadata ?? {};
+    this.checkpoint = init.checkpoint;
+    this.checkpointOnly = init.checkpointOnly ?? false;
+  }
+
+  /** A cursor advance with nothing to push: empty labels, line and metadata (spec B §1.2). */
+  static checkpointOnly(checkpoint: CheckpointToken, nowNs: bigint): LogEntry {
+    return new LogEntry({ timestampNs: nowNs, labels: {}, line: "", checkpoint, checkpointOnly: true });
+  }
+
+  get line(): string {
+    return this.#line;
+  }
+
+  /** Rewriting the line (the sink's byte cap does) invalidates the memoised length. */
+  set line(value: string) {
+    this.#line = value;
+    this.#lineBytes = -1;
+  }
+
+  /** UTF-8 byte length of the line, computed once and reused by every byte-accounting site. */
+  get lineBytes(): number {
+    if (this.#lineBytes < 0) this.#lineBytes = Buffer.byteLength(this.#line, "utf8");
+    return this.#lineBytes;
+  }
+}
+
+/** The push view of a flush: real entries only, in queue order. */
+export type Batch = readonly LogEntry[];
+
+/** Nanoseconds since the epoch from milliseconds (the common Salesforce precision). */
+export function msToNs(ms: number): bigint {
+  return BigInt(Math.trunc(ms)) * 1_000_000n + BigInt(Math.round((ms - Math.trunc(ms)) * 1e6));
+}

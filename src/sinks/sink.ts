@@ -1,0 +1,41 @@
+// The sink seam. The pipeline knows only this file; concrete sinks live in sibling folders.
+import type { Batch, LogEntry } from "../model.ts";
+import { Sf2LokiError } from "../errors.ts";
+
+/** Entries the sink gave up on for good (isolated poison entries), counted once by the pipeline. */
+export interface DroppedEntries {
+  readonly entries: readonly LogEntry[];
+  /** Low-cardinality: `bad_request`, `oversized_413`, `permanent`. */
+  readonly reason: string;
+}
+
+export interface PushResult {
+  /** Entries isolated and dropped while the rest of the batch was delivered. */
+  readonly dropped: readonly DroppedEntries[];
+}
+
+export interface Sink {
+  /**
+   * Delivers the batch, or throws RetryableSinkError (nothing is lost: retry the same batch) or
+   * PermanentSinkError (the whole batch is refused for good). Anything else is a crash.
+   */
+  push(batch: Batch, signal?: AbortSignal): Promise<PushResult>;
+  close(): Promise<void>;
+}
+
+/** The data is fine; delivery did not happen. `retryAfterMs` carries the server's request, if any. */
+export class RetryableSinkError extends Sf2LokiError {
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, options?: { cause?: unknown; retryAfterMs?: number }) {
+    super("SF2LOKI_SINK_RETRYABLE", message, options);
+    this.retryAfterMs = options?.retryAfterMs;
+  }
+}
+
+export class PermanentSinkError extends Sf2LokiError {
+  readonly reason: string;
+  constructor(message: string, reason = "permanent", options?: { cause?: unknown }) {
+    super("SF2LOKI_SINK_PERMANENT", message, options);
+    this.reason = reason;
+  }
+}

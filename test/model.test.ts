@@ -1,0 +1,28 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { LogEntry, msToNs } from "../src/model.ts";
+
+test("lineBytes is the UTF-8 length and follows a rewritten line", () => {
+  const e = new LogEntry({
+    timestampNs: 1n,
+    labels: {},
+    line: "héllo",
+    checkpoint: { key: "k", value: "v" },
+  });
+  assert.equal(e.lineBytes, 6);
+  e.line = "€";
+  assert.equal(e.lineBytes, 3);
+});
+
+test("checkpoint-only entries carry nothing but the token", () => {
+  const e = LogEntry.checkpointOnly({ key: "pubsub:/event/X", value: "AAA=" }, 5n);
+  assert.equal(e.checkpointOnly, true);
+  assert.equal(e.line, "");
+  assert.deepEqual(e.labels, {});
+  assert.equal(e.timestampNs, 5n);
+});
+
+test("msToNs keeps sub-millisecond precision exactly", () => {
+  assert.equal(msToNs(1_700_000_000_123), 1_700_000_000_123_000_000n);
+  assert.equal(msToNs(1.5), 1_500_000n);
+});
