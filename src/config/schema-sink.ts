@@ -1,0 +1,87 @@
+// `sink.loki:` — where the lines go and how they are batched (spec B §2, §4, §5.7, §9).
+import { z } from "zod";
+import {
+  duration,
+  float,
+  int,
+  meta,
+  oneOf,
+  optStr,
+  secret,
+  secretFile,
+  section,
+  strList,
+  strMap,
+} from "./fields.ts";
+
+const batch = section(
+  z.strictObject({
+    max_entries: int(1000, "Flush when a batch holds this many entries.", { min: 1 }),
+    max_bytes: int(1_048_576, "Flush when a batch reaches this many bytes (line bytes + 64 per entry).", {
+      min: 1,
+    }),
+    flush_interval: duration("1s", "Flush this long after a batch's first entry."),
+    max_line_bytes: int(262_144, "Longer lines are truncated with a marker; 0 disables.", { min: 0 }),
+    queue_maxsize: int(10_000, "Entries queued per lane before sources wait.", { min: 100 }),
+    queue_max_bytes: int(268_435_456, "Bytes queued per lane before sources wait; 0 disables.", { min: 0 }),
+    max_in_flight: int(
+      4,
+      "Pushes in flight per lane; commits still apply in batch order. 1 = strictly serial.",
+      {
+        min: 1,
+        max: 64,
+      },
+    ),
+  }),
+  "Batching and the per-lane queue bounds (memory ≈ 2 lanes × queue_max_bytes).",
+);
+
+const egress = section(
+  z.strictObject({
+    max_lines_per_second: float(0, "Rate cap on lines pushed; 0 = off.", { min: 0 }),
+    max_bytes_per_second: float(0, "Rate cap on line bytes pushed; 0 = off.", { min: 0 }),
+    daily_byte_budget: int(0, "Line bytes per UTC day (persisted under `egress:budget`); 0 = off.", {
+      min: 0,
+    }),
+    budget_action: oneOf(["pause", "drop"], "pause", "What happens when the daily budget is spent."),
+  }),
+  "Egress governor.",
+);
+
+const loki = section(
+  z.strictObject({
+    url: meta(z.string().min(1, "must not be empty"), {
+      description: "Full Loki push URL.",
+      examples: ["https://logs-prod-us-central1.grafana.net/loki/api/v1/push"],
+    }),
+    tenant_id: optStr("Tenant: the basic-auth user when a token is set, else sent as X-Scope-OrgID."),
+    auth: oneOf(["basic", "bearer"], "basic", "How auth_token is sent: basic (tenant_id as user) or bearer."),
+    auth_token: secret("Loki / Grafana Cloud token. Prefer auth_token_file."),
+    auth_token_file: secretFile("File holding the Loki token.", ["/etc/sf2loki/secrets/loki-token"]),
+    encoding: oneOf(
+      ["protobuf", "json"],
+      "protobuf",
+      "Push encoding: protobuf+snappy, or JSON for debugging.",
+    ),
+    compression: oneOf(
+      ["snappy", "gzip", "none"],
+      "snappy",
+      "JSON only: gzip compresses, snappy and none do not.",
+    ),
+    labels: strMap("Static stream labels (allowlisted keys; not source/event_type).", [
+      { environment: "prod" },
+    ]),
+    structured_metadata_fields: strList(
+      "Payload fields copied to structured metadata by every source.",
+      [],
+      [["USER_ID", "SESSION_KEY"]],
+    ),
+    batch,
+    egress,
+  }),
+  "Grafana Loki.",
+);
+
+export const sinkSchema = z.strictObject({ loki });
+
+export const sinkField = meta(sinkSchema, { description: "Where the lines go." });

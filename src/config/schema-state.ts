@@ -1,0 +1,149 @@
+// `state:` and `coordinate:` — checkpoints and leadership (spec C §1, §2).
+import { z } from "zod";
+import { duration, meta, oneOf, optStr, section, str } from "./fields.ts";
+
+const s3Location = {
+  bucket: str("", "Bucket (required when this backend is used)."),
+  region: optStr("AWS region; null uses the SDK default chain."),
+  endpoint_url: optStr("S3-compatible endpoint (MinIO, R2...); null is AWS.", ["http://minio:9000"]),
+  force_path_style: meta(z.boolean().nullable().default(null), {
+    description: "Path-style addressing; null means true when endpoint_url is set.",
+  }),
+};
+
+const gcsLocation = {
+  bucket: str("", "Bucket (required when this backend is used)."),
+  service_file: optStr("Service account JSON; null uses Application Default Credentials."),
+  endpoint_url: optStr("Custom endpoint (an emulator); STORAGE_EMULATOR_HOST is honoured too."),
+};
+
+const state = z
+  .strictObject({
+    store: oneOf(["file", "s3", "gcs"], "file", "Checkpoint backend."),
+    file: section(
+      z.strictObject({
+        path: str("/var/lib/sf2loki/state.json", "Checkpoint file (its directory must be writable)."),
+      }),
+      "Local file store.",
+    ),
+    s3: section(
+      z.strictObject({
+        ...s3Location,
+        key: str("sf2loki/state.json", "Object key of the checkpoint document."),
+      }),
+      "S3 store (conditional writes).",
+    ),
+    gcs: section(
+      z.strictObject({
+        ...gcsLocation,
+        object_name: str("sf2loki/state.json", "Object name of the checkpoint document."),
+      }),
+      "GCS store (generation preconditions).",
+    ),
+  })
+  .superRefine((s, ctx) => {
+    if (s.store === "s3" && s.s3.bucket === "")
+      ctx.addIssue({
+        code: "custom",
+        path: ["s3", "bucket"],
+        message: "state.store is 's3' but state.s3.bucket is empty",
+      });
+    if (s.store === "gcs" && s.gcs.bucket === "")
+      ctx.addIssue({
+        code: "custom",
+        path: ["gcs", "bucket"],
+        message: "state.store is 'gcs' but state.gcs.bucket is empty",
+      });
+  });
+
+export const stateField = section(state, "Checkpoint storage.");
+
+const leaseTiming = (ttlKey: "ttl" | "lease_duration") => ({
+  [ttlKey]: duration("30s", "A lease not renewed for this long may be taken over."),
+  renew_interval: duration("10s", "How often the leader renews (2 × renew_interval must be below the ttl)."),
+});
+
+function renewCheck(ttlKey: string) {
+  return (l: Record<string, unknown>, ctx: z.RefinementCtx) => {
+    const ttl = l[ttlKey] as number;
+    const renew = l["renew_interval"] as number;
+    if (2 * renew >= ttl)
+      ctx.addIssue({
+        code: "custom",
+        path: ["renew_interval"],
+        message: `2 × renew_interval (${renew / 1000}s) must be less than ${ttlKey} (${ttl / 1000}s)`,
+      });
+  };
+}
+
+const holderId = str("", "This replica's identity; empty means <hostname>-<pid>.");
+
+const coordinate = z.strictObject({
+  type: oneOf(
+    ["noop", "file_lease", "k8s_lease", "s3_lease", "gcs_lease"],
+    "noop",
+    "Leader election: noop (single replica), or a lease for active-passive HA.",
+  ),
+  file_lease: section(
+    z
+      .strictObject({
+        path: str("/var/lib/sf2loki/leader.lease", "Lease file on storage every replica shares."),
+        ...leaseTiming("ttl"),
+        holder_id: holderId,
+      })
+      .superRefine(renewCheck("ttl")),
+    "Lease file on a shared volume.",
+  ),
+  k8s_lease: section(
+    z
+      .strictObject({
+        namespace: str("default", "Namespace of the Lease."),
+        name: str("sf2loki-leader", "Name of the coordination.k8s.io/v1 Lease."),
+        identity: str("", "This replica's identity; empty means $HOSTNAME, then <hostname>-<pid>."),
+        ...leaseTiming("lease_duration"),
+        kubeconfig: optStr("Kubeconfig path; null uses the in-cluster service account."),
+      })
+      .superRefine(renewCheck("lease_duration")),
+    "Kubernetes Lease.",
+  ),
+  s3_lease: section(
+    z
+      .strictObject({
+        ...s3Location,
+        key: str("sf2loki/leader.lease", "Object key of the lease."),
+        ...leaseTiming("ttl"),
+        holder_id: holderId,
+      })
+      .superRefine(renewCheck("ttl")),
+    "Lease object in S3 (HA without Kubernetes or a shared volume).",
+  ),
+  gcs_lease: section(
+    z
+      .strictObject({
+        ...gcsLocation,
+        object_name: str("sf2loki/leader.lease", "Object name of the lease."),
+        ...leaseTiming("ttl"),
+        holder_id: holderId,
+      })
+      .superRefine(renewCheck("ttl")),
+    "Lease object in GCS.",
+  ),
+});
+
+export const coordinateField = section(
+  coordinate.superRefine((c, ctx) => {
+    if (c.type === "s3_lease" && c.s3_lease.bucket === "")
+      ctx.addIssue({
+        code: "custom",
+        path: ["s3_lease", "bucket"],
+        message: "coordinate.type is 's3_lease' but the bucket is empty",
+      });
+    if (c.type === "gcs_lease" && c.gcs_lease.bucket === "")
+      ctx.addIssue({
+        code: "custom",
+        path: ["gcs_lease", "bucket"],
+        message: "coordinate.type is 'gcs_lease' but the bucket is empty",
+      });
+  }),
+  "Active-passive leader election.",
+);
