@@ -1,0 +1,38 @@
+// One flushed batch on its way to the sink and the store (spec B §1.3, §2.7, §2.8).
+import type { LogEntry } from "../model.ts";
+
+export type BatchState = "pushing" | "ready" | "abandoned";
+
+export class PendingBatch {
+  /** Position in its lane: commits are applied strictly in this order. */
+  readonly seq: number;
+  /** Real entries only, in queue order: what one Sink.push carries. */
+  readonly pushView: LogEntry[];
+  /** The commit view collapsed to the last value per key, in batch order. */
+  readonly commits: Map<string, string>;
+  /** Entries in the batch, checkpoint-only ones included. */
+  readonly size: number;
+  state: BatchState = "pushing";
+  /** Set by this batch's first retryable failure, cleared when the sink answers for good. */
+  failingSince: { monoMs: number; wallMs: number } | undefined;
+
+  constructor(seq: number, entries: readonly LogEntry[]) {
+    this.seq = seq;
+    this.size = entries.length;
+    this.pushView = [];
+    this.commits = new Map();
+    // Runs of one key are the common case: touch the map once per run, not once per entry.
+    let key: string | undefined;
+    let value = "";
+    for (const entry of entries) {
+      if (!entry.checkpointOnly) this.pushView.push(entry);
+      const token = entry.checkpoint;
+      if (token.key !== key) {
+        if (key !== undefined) this.commits.set(key, value);
+        key = token.key;
+      }
+      value = token.value;
+    }
+    if (key !== undefined) this.commits.set(key, value);
+  }
+}

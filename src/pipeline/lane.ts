@@ -1,0 +1,186 @@
+// One lane (spec B §2.2, §2.6): its queue, the batcher that drains it, the pushes it starts and the
+// ordered commit window they settle into. The batcher flushes on max_entries (checkpoint-only entries
+// count), on max_bytes (Σ lineBytes + 64 over real entries), or flush_interval after the batch's
+// first item; it ends only when every producer of the lane has sent its end-of-stream marker.
+import type { LogEntry } from "../model.ts";
+import type { LaneName } from "../sources/source.ts";
+import type { Clock } from "../util/clock.ts";
+import type { BatchSettings } from "./settings.ts";
+import { PendingBatch } from "./batch.ts";
+import { OrderedCommitter, type CommitterDeps } from "./committer.ts";
+import { ENTRY_OVERHEAD_BYTES } from "./cost.ts";
+import type { IngestTally } from "./ingest-tally.ts";
+import { END_OF_STREAM, LaneQueue } from "./lane-queue.ts";
+import { pushBatch, type PushDeps } from "./push.ts";
+import { ignore } from "./abort.ts";
+
+export interface LaneDeps {
+  settings: BatchSettings;
+  clock: Clock;
+  push: PushDeps;
+  commit: CommitterDeps;
+  /** Keeps a background task's promise: a rejection stops the run. */
+  track: (task: Promise<unknown>) => void;
+}
+
+export interface LaneStatus {
+  queued_entries: number;
+  queued_bytes: number;
+  /** Entries taken off the queue into a batch not yet admitted to the commit window. */
+  batching_entries: number;
+  /** Batches whose push has not ended yet (including ones waiting to retry). */
+  in_flight: number;
+  /** Batches pushed (or dropped) that wait for an earlier one before they commit. */
+  awaiting_commit: number;
+  /** Wall-clock ms of the oldest unresolved retryable failure, or null. */
+  failing_since: number | null;
+}
+
+export class Lane {
+  readonly name: LaneName;
+  readonly queue: LaneQueue;
+  readonly committer: OrderedCommitter;
+  readonly tallies: IngestTally[] = [];
+  /** Producers feeding this lane; the batcher ends after this many end-of-stream markers. */
+  producers = 0;
+  readonly #deps: LaneDeps;
+  #batch: LogEntry[] = [];
+  #batchBytes = 0;
+  #deadline = 0;
+  #timer: AbortController | undefined;
+  #seq = 0;
+  /** A flushed batch still waiting for a slot in the commit window. */
+  #admitting: PendingBatch | undefined;
+  #cancelled = false;
+
+  constructor(name: LaneName, deps: LaneDeps) {
+    this.name = name;
+    this.#deps = deps;
+    this.queue = new LaneQueue(deps.settings.queue_maxsize, deps.settings.queue_max_bytes);
+    this.committer = new OrderedCommitter(deps.commit);
+  }
+
+  /** The batcher: resolves once every producer finished and every batch is committed or abandoned. */
+  async consume(): Promise<void> {
+    const { max_entries, max_bytes, flush_interval_ms } = this.#deps.settings;
+    const clock = this.#deps.clock;
+    const queue = this.queue;
+    let live = this.producers;
+    try {
+      while (live > 0 && !this.#cancelled) {
+        const item = queue.take();
+        if (item === undefined) {
+          if (this.#batch.length > 0 && clock.monotonic() >= this.#deadline) await this.#flush();
+          else await this.#waitForItem();
+        } else if (item === END_OF_STREAM) {
+          live--;
+        } else {
+          if (this.#batch.push(item) === 1) this.#deadline = clock.monotonic() + flush_interval_ms;
+          if (!item.checkpointOnly) this.#batchBytes += item.lineBytes + ENTRY_OVERHEAD_BYTES;
+          if (this.#batch.length >= max_entries || this.#batchBytes >= max_bytes) await this.#flush();
+        }
+      }
+      if (this.#cancelled) return;
+      await this.#flush();
+      await this.committer.drained();
+    } catch (err) {
+      if (!this.#cancelled) throw err;
+    } finally {
+      this.#stopTimer();
+    }
+  }
+
+  /** Tears the lane down: waiting producers and the batcher wake with `reason`. */
+  cancel(reason: Error): void {
+    this.#cancelled = true;
+    this.queue.cancel(reason);
+    this.committer.cancel(reason);
+  }
+
+  /** Everything admitted but not committed: outstanding batches, the batch being built, the queue. */
+  uncommitted(): { keys: Set<string>; entries: number } {
+    const keys = new Set<string>();
+    let entries = 0;
+    const batches = [...this.committer.uncommitted()];
+    if (this.#admitting) batches.push(this.#admitting);
+    for (const batch of batches) {
+      for (const key of batch.commits.keys()) keys.add(key);
+      entries += batch.pushView.length;
+    }
+    for (const entry of [...this.#batch, ...this.queue.queuedEntries()]) {
+      keys.add(entry.checkpoint.key);
+      if (!entry.checkpointOnly) entries++;
+    }
+    return { keys, entries };
+  }
+
+  status(): LaneStatus {
+    let inFlight = 0;
+    let failing: number | undefined;
+    for (const batch of this.committer.outstanding) {
+      if (batch.state === "pushing") inFlight++;
+      const since = batch.failingSince?.wallMs;
+      if (since !== undefined && (failing === undefined || since < failing)) failing = since;
+    }
+    return {
+      queued_entries: this.queue.size,
+      queued_bytes: this.queue.bytes,
+      batching_entries: this.#batch.length + (this.#admitting?.size ?? 0),
+      in_flight: inFlight,
+      awaiting_commit: this.committer.outstanding.length - inFlight,
+      failing_since: failing ?? null,
+    };
+  }
+
+  /** Monotonic ms of the oldest unresolved retryable failure in this lane (spec B §2.11). */
+  failingSince(): number | undefined {
+    let min: number | undefined;
+    for (const batch of this.committer.outstanding) {
+      const since = batch.failingSince?.monoMs;
+      if (since !== undefined && (min === undefined || since < min)) min = since;
+    }
+    return min;
+  }
+
+  async #waitForItem(): Promise<void> {
+    if (this.#batch.length > 0 && this.#timer === undefined) {
+      // One timer per batch, started only if the batcher actually runs dry before the batch fills.
+      const timer = new AbortController();
+      this.#timer = timer;
+      const clock = this.#deps.clock;
+      clock.sleep(this.#deadline - clock.monotonic(), timer.signal).then(() => {
+        if (this.#timer === timer) this.#timer = undefined;
+        this.queue.wakeConsumer();
+      }, ignore);
+    }
+    await this.queue.waitForItem();
+  }
+
+  #stopTimer(): void {
+    this.#timer?.abort();
+    this.#timer = undefined;
+  }
+
+  async #flush(): Promise<void> {
+    if (this.#batch.length === 0) return;
+    const batch = new PendingBatch(this.#seq++, this.#batch);
+    this.#batch = [];
+    this.#batchBytes = 0;
+    this.#stopTimer();
+    for (const tally of this.tallies) tally.flush();
+    this.#admitting = batch;
+    await this.committer.admit(batch);
+    this.#admitting = undefined;
+    if (batch.pushView.length === 0) {
+      // Only checkpoint tokens: nothing to push, but the commit still waits its turn.
+      this.committer.settle(batch, "ready");
+      return;
+    }
+    this.#deps.track(this.#push(batch));
+  }
+
+  async #push(batch: PendingBatch): Promise<void> {
+    const outcome = await pushBatch(batch, this.#deps.push);
+    this.committer.settle(batch, outcome === "abandoned" ? "abandoned" : "ready");
+  }
+}

@@ -1,0 +1,139 @@
+// The pipeline's public face: sources in, batches to the sink, checkpoints to the store after
+// delivery (spec B §2). Knows only the seam interfaces; each run() builds fresh lanes so a
+// re-acquired leader starts with empty queues and budgets.
+import { metrics as otel, type Meter } from "@opentelemetry/api";
+import type { Labels } from "../model.ts";
+import { silentLogger, type Logger } from "../obs/logger.ts";
+import type { Sink } from "../sinks/sink.ts";
+import type { LaneName, Source } from "../sources/source.ts";
+import type { CheckpointStore } from "../state/store.ts";
+import { systemClock, type Clock } from "../util/clock.ts";
+import { recordCommitGauges } from "./checkpoint-gauges.ts";
+import { PipelineBusyError } from "./errors.ts";
+import type { LaneStatus } from "./lane.ts";
+import { PipelineMetrics } from "./metrics.ts";
+import { PipelineRun } from "./run.ts";
+import { DEFAULT_SHUTDOWN_GRACE_MS, validateBatchSettings, type BatchSettings } from "./settings.ts";
+
+export interface PipelineOptions {
+  sources: readonly Source[];
+  sink: Sink;
+  store: CheckpointStore;
+  batch: BatchSettings;
+  /** `service.shutdown_grace` in ms: drain time a stopped run gets before it is force-cancelled. */
+  shutdown_grace_ms?: number;
+  clock?: Clock;
+  logger?: Logger;
+  meter?: Meter;
+  /** Merged over every real entry's labels (static wins); can also be set later, before run(). */
+  staticLabels?: Labels;
+}
+
+/** A snapshot for /statusz. Times are wall-clock epoch milliseconds. */
+export interface PipelineStatus {
+  running: boolean;
+  lanes: Partial<Record<LaneName, LaneStatus>>;
+  checkpoints: Record<string, { last_commit_ms: number }>;
+  /** Keys the current (or last) run left uncommitted on shutdown. */
+  abandoned_keys: readonly string[];
+}
+
+export class Pipeline {
+  readonly #opts: PipelineOptions;
+  readonly #settings: BatchSettings;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #metrics: PipelineMetrics;
+  readonly #lastCommit = new Map<string, number>();
+  #staticLabels: Labels;
+  #run: PipelineRun | undefined;
+  #running = false;
+
+  constructor(opts: PipelineOptions) {
+    this.#opts = opts;
+    this.#settings = validateBatchSettings({ ...opts.batch });
+    this.#clock = opts.clock ?? systemClock;
+    this.#logger = (opts.logger ?? silentLogger).child({ component: "pipeline" });
+    this.#staticLabels = { ...opts.staticLabels };
+    this.#metrics = new PipelineMetrics(opts.meter ?? otel.getMeter("sf2loki"), () => {
+      let depth = 0;
+      for (const lane of this.#run?.lanes.values() ?? []) {
+        depth += lane.queue.size;
+        // Also at collection time: a lane stuck behind a failing push flushes no batches, and
+        // its ingest counts must still be exported.
+        for (const tally of lane.tallies) tally.flush();
+      }
+      return depth;
+    });
+  }
+
+  /** The app installs static labels after its startup auth probe (spec B §3.2). */
+  setStaticLabels(labels: Labels): void {
+    this.#staticLabels = { ...labels };
+  }
+
+  /**
+   * Runs until every source finished and everything drained, or until `signal` aborts and the drain
+   * completes (or the shutdown grace runs out). Rejects with the first store error, unclassified
+   * sink error or source error, after tearing the run down.
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    if (this.#running) throw new PipelineBusyError();
+    if (this.#opts.sources.length === 0) return;
+    this.#running = true;
+    const run = new PipelineRun(
+      {
+        sources: this.#opts.sources,
+        sink: this.#opts.sink,
+        store: this.#opts.store,
+        settings: this.#settings,
+        shutdownGraceMs: this.#opts.shutdown_grace_ms ?? DEFAULT_SHUTDOWN_GRACE_MS,
+        clock: this.#clock,
+        logger: this.#logger,
+        metrics: this.#metrics,
+        staticLabels: this.#staticLabels,
+        onCommitted: this.#onCommitted,
+      },
+      signal,
+    );
+    this.#run = run;
+    try {
+      await run.execute();
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  status(): PipelineStatus {
+    const lanes: Partial<Record<LaneName, LaneStatus>> = {};
+    for (const [name, lane] of this.#run?.lanes ?? []) lanes[name] = lane.status();
+    const checkpoints: Record<string, { last_commit_ms: number }> = {};
+    for (const [key, at] of this.#lastCommit) checkpoints[key] = { last_commit_ms: at };
+    return { running: this.#running, lanes, checkpoints, abandoned_keys: this.#run?.abandoned.keys ?? [] };
+  }
+
+  /**
+   * Monotonic ms (of the injected clock) of the earliest unresolved push failure over all lanes of
+   * the running run (spec B §2.11); undefined when every lane is healthy or nothing runs.
+   */
+  sinkFailingSince(): number | undefined {
+    if (!this.#running) return undefined;
+    let min: number | undefined;
+    for (const lane of this.#run?.lanes.values() ?? []) {
+      const since = lane.failingSince();
+      if (since !== undefined && (min === undefined || since < min)) min = since;
+    }
+    return min;
+  }
+
+  /** After a demotion drained: the next acquisition re-reads what another leader committed. */
+  resetState(): void {
+    this.#opts.store.reset();
+  }
+
+  readonly #onCommitted = (commits: ReadonlyMap<string, string>): void => {
+    const now = this.#clock.now();
+    for (const key of commits.keys()) this.#lastCommit.set(key, now);
+    recordCommitGauges(this.#metrics, commits, now);
+  };
+}

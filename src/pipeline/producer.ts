@@ -1,0 +1,89 @@
+// One producer per source (spec B §2.4): pull an entry, stamp static labels and ingest metrics on
+// real entries, charge its cost, enqueue. The next entry is pulled only after the previous one was
+// admitted, so a full lane stops the source itself. On a normal end an end-of-stream marker follows.
+import type { Labels, LogEntry } from "../model.ts";
+import type { CheckpointReader, Source } from "../sources/source.ts";
+import type { Clock } from "../util/clock.ts";
+import { entryCost, mapChars } from "./cost.ts";
+import type { IngestTally } from "./ingest-tally.ts";
+import { END_OF_STREAM, type LaneQueue } from "./lane-queue.ts";
+import { ignore, isAbortFrom } from "./abort.ts";
+
+export interface ProducerDeps {
+  source: Source;
+  state: CheckpointReader;
+  queue: LaneQueue;
+  tally: IngestTally;
+  clock: Clock;
+  /** Merged over every real entry's labels; static wins. */
+  staticLabels: Labels;
+  /**
+   * Handed to the source: it ends its stream when the run stops or is cancelled. An AbortError the
+   * source throws after it fired is a normal end, not a source failure.
+   */
+  sourceSignal: AbortSignal;
+  /** Aborts when the run is torn down; a producer then leaves without a marker. */
+  cancelled: AbortSignal;
+}
+
+export class Producer {
+  readonly #deps: ProducerDeps;
+  readonly #hasStatic: boolean;
+  // Sources usually share one labels object across a stream: merge and measure it once per object.
+  #labelsIn: Labels | undefined;
+  #labelsOut: Labels = {};
+  #labelsChars = 0;
+
+  constructor(deps: ProducerDeps) {
+    this.#deps = deps;
+    this.#hasStatic = Object.keys(deps.staticLabels).length > 0;
+  }
+
+  /** Resolves when the source ended and the marker is queued, or when the run was cancelled. */
+  async run(): Promise<void> {
+    const { queue, cancelled } = this.#deps;
+    try {
+      await this.#pump();
+      await queue.put(END_OF_STREAM, 0, cancelled);
+    } catch (err) {
+      if (!cancelled.aborted) throw err;
+    }
+  }
+
+  async #pump(): Promise<void> {
+    const { source, state, sourceSignal, queue, cancelled } = this.#deps;
+    const it = source.events(state, sourceSignal)[Symbol.asyncIterator]();
+    for (;;) {
+      let next: IteratorResult<LogEntry>;
+      try {
+        next = await it.next();
+      } catch (err) {
+        if (isAbortFrom(err, sourceSignal)) return;
+        throw err;
+      }
+      if (next.done === true) return;
+      const entry = next.value;
+      const cost = entry.checkpointOnly ? 0 : this.#admit(entry);
+      if (queue.tryPut(entry, cost)) continue;
+      try {
+        await queue.put(entry, cost, cancelled);
+      } catch (err) {
+        // Torn down while waiting for room: let the source release what it holds.
+        await it.return?.().catch(ignore);
+        throw err;
+      }
+    }
+  }
+
+  /** Static labels, ingest metrics and the queue cost of a real entry. */
+  #admit(entry: LogEntry): number {
+    if (entry.labels !== this.#labelsIn) {
+      this.#labelsIn = entry.labels;
+      this.#labelsOut = this.#hasStatic ? { ...entry.labels, ...this.#deps.staticLabels } : entry.labels;
+      this.#labelsChars = mapChars(this.#labelsOut);
+    }
+    entry.labels = this.#labelsOut;
+    this.#deps.tally.record(entry, this.#deps.clock.now());
+    return entryCost(entry, this.#labelsChars);
+  }
+}

@@ -1,0 +1,105 @@
+// Pushing one batch (spec B §2.7): retry a retryable failure forever with 1 s doubling backoff capped
+// at 30 s (a server's Retry-After wins up to 60 s); a permanent refusal drops and counts; anything
+// else is a crash. Once the run is stopping, a batch gets one attempt and is abandoned on its first
+// retryable failure; once it is cancelled, the push is aborted and the batch abandoned.
+import type { Clock } from "../util/clock.ts";
+import type { Logger } from "../obs/logger.ts";
+import { retry, type RetryPolicy } from "../util/retry.ts";
+import { PermanentSinkError, RetryableSinkError, type PushResult, type Sink } from "../sinks/sink.ts";
+import { describeError } from "../errors.ts";
+import type { PendingBatch } from "./batch.ts";
+import { countDropped } from "./drops.ts";
+import { PUSH_RETRIED, PUSH_SUCCESS, type PipelineMetrics } from "./metrics.ts";
+import { isAbortFrom } from "./abort.ts";
+
+const BACKOFF_BASE_MS = 1000;
+const BACKOFF_CAP_MS = 30_000;
+const RETRY_AFTER_CAP_MS = 60_000;
+/** Retryable failures are logged on the first attempt and every this-many after (QUIRK §2.7). */
+const WARN_EVERY = 10;
+
+const POLICY: RetryPolicy = {
+  maxAttempts: Number.POSITIVE_INFINITY,
+  backoffMs: (attempt) => Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (attempt - 1)),
+};
+
+export type PushOutcome = "delivered" | "dropped" | "abandoned";
+
+export interface PushDeps {
+  sink: Sink;
+  clock: Clock;
+  metrics: PipelineMetrics;
+  logger: Logger;
+  /** Aborts when the run stops or is cancelled: no more retries, no more backoff waits. */
+  draining: AbortSignal;
+  /** Aborts only when the run is torn down: the push itself is cancelled. */
+  cancelled: AbortSignal;
+}
+
+export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<PushOutcome> {
+  const { sink, clock, metrics, logger } = deps;
+  let result: PushResult;
+  try {
+    result = await retry(
+      async () => {
+        const started = clock.monotonic();
+        try {
+          const res = await sink.push(batch.pushView, deps.cancelled);
+          metrics.pushDuration.record((clock.monotonic() - started) / 1000);
+          return res;
+        } catch (err) {
+          if (err instanceof RetryableSinkError) {
+            metrics.push.add(1, PUSH_RETRIED);
+            batch.failingSince ??= { monoMs: clock.monotonic(), wallMs: clock.now() };
+          }
+          throw err;
+        }
+      },
+      {
+        policy: POLICY,
+        clock,
+        signal: deps.draining,
+        isTransient: (err) => err instanceof RetryableSinkError,
+        retryAfterMs: (err) =>
+          err instanceof RetryableSinkError && err.retryAfterMs !== undefined
+            ? Math.min(err.retryAfterMs, RETRY_AFTER_CAP_MS)
+            : undefined,
+        onRetry: (err, attempt, delayMs) => {
+          if (attempt === 1 || attempt % WARN_EVERY === 0) {
+            logger.warn(
+              { entries: batch.pushView.length, attempt, retry_in_ms: delayMs, err: describeError(err) },
+              "Loki push failed; retrying with backoff and holding this lane's checkpoints until it " +
+                "succeeds: check that Loki is reachable and accepts the credentials",
+            );
+          }
+        },
+      },
+    );
+  } catch (err) {
+    if (deps.cancelled.aborted) return "abandoned";
+    if (err instanceof PermanentSinkError) {
+      batch.failingSince = undefined;
+      countDropped(metrics.dropped, batch.pushView, err.reason);
+      logger.error(
+        { entries: batch.pushView.length, reason: err.reason, err: err.message },
+        "Loki refused a batch for good; its entries are dropped and the checkpoint moves on: check " +
+          "line sizes and labels against the Loki limits",
+      );
+      return "dropped";
+    }
+    if (err instanceof RetryableSinkError || isAbortFrom(err, deps.draining)) return "abandoned";
+    throw err;
+  }
+  batch.failingSince = undefined;
+  metrics.push.add(1, PUSH_SUCCESS);
+  metrics.lastPushSuccess.set(clock.now() / 1000);
+  for (const group of result.dropped) {
+    countDropped(metrics.dropped, group.entries, group.reason);
+    logger.error(
+      { entries: group.entries.length, reason: group.reason },
+      "Loki refused some entries of a delivered batch for good; they are dropped",
+    );
+  }
+  if (logger.isLevelEnabled("debug")) logger.debug({ entries: batch.pushView.length }, "pushed batch");
+  return "delivered";
+}

@@ -1,0 +1,186 @@
+// One pipeline run (spec B §2.3, §2.9, §2.10): fresh lanes, one producer per source, one batcher per
+// lane. It ends in exactly one of three ways: every source finished and everything drained (resolve),
+// a task failed (tear down, reject with that error), or the stop signal fired and the shutdown grace
+// ran out first (abandon what is uncommitted, tear down, resolve). Teardown waits a bounded moment
+// for tasks to wind down; a source or sink that ignores cancellation cannot hang the run.
+import type { Labels } from "../model.ts";
+import type { Logger } from "../obs/logger.ts";
+import type { Sink } from "../sinks/sink.ts";
+import { laneOf, type LaneName, type Source } from "../sources/source.ts";
+import type { CheckpointStore } from "../state/store.ts";
+import type { Clock } from "../util/clock.ts";
+import { describeError, Sf2LokiError } from "../errors.ts";
+import { AbandonedKeys } from "./abandoned.ts";
+import { ignore } from "./abort.ts";
+import { PipelineCancelledError } from "./errors.ts";
+import { IngestTally } from "./ingest-tally.ts";
+import { Lane } from "./lane.ts";
+import type { PipelineMetrics } from "./metrics.ts";
+import { Producer } from "./producer.ts";
+import type { BatchSettings } from "./settings.ts";
+
+/** How long a torn-down run waits for its tasks to notice before it returns anyway. */
+const TEARDOWN_SETTLE_MS = 1000;
+
+export interface RunDeps {
+  sources: readonly Source[];
+  sink: Sink;
+  store: CheckpointStore;
+  settings: BatchSettings;
+  shutdownGraceMs: number;
+  clock: Clock;
+  logger: Logger;
+  metrics: PipelineMetrics;
+  staticLabels: Labels;
+  onCommitted: (commits: ReadonlyMap<string, string>) => void;
+}
+
+export class PipelineRun {
+  readonly lanes = new Map<LaneName, Lane>();
+  readonly abandoned: AbandonedKeys;
+  readonly #deps: RunDeps;
+  readonly #stop: AbortSignal;
+  readonly #cancel = new AbortController();
+  readonly #grace = new AbortController();
+  readonly #producers: Producer[] = [];
+  readonly #tasks = new Set<Promise<unknown>>();
+  readonly #outcome = Promise.withResolvers<undefined>();
+  #ending = false;
+
+  constructor(deps: RunDeps, stop: AbortSignal) {
+    this.#deps = deps;
+    this.#stop = stop;
+    this.abandoned = new AbandonedKeys(deps.metrics, deps.logger);
+    const draining = AbortSignal.any([stop, this.#cancel.signal]);
+    for (const source of deps.sources) {
+      const lane = this.#lane(laneOf(source), draining);
+      const tally = new IngestTally(source.name, deps.metrics.ingested, deps.metrics.ingestLag);
+      lane.tallies.push(tally);
+      lane.producers++;
+      this.#producers.push(
+        new Producer({
+          source,
+          state: deps.store,
+          queue: lane.queue,
+          tally,
+          clock: deps.clock,
+          staticLabels: deps.staticLabels,
+          sourceSignal: draining,
+          cancelled: this.#cancel.signal,
+        }),
+      );
+    }
+  }
+
+  async execute(): Promise<void> {
+    for (const producer of this.#producers) this.#track(producer.run());
+    const lanesDone = Promise.all([...this.lanes.values()].map((lane) => lane.consume()));
+    this.#track(
+      lanesDone.then(() => {
+        if (this.#claimEnd()) this.#outcome.resolve(undefined);
+      }),
+    );
+    if (this.#stop.aborted) this.#onStop();
+    else this.#stop.addEventListener("abort", this.#onStop, { once: true });
+    try {
+      await this.#outcome.promise;
+    } finally {
+      this.#grace.abort();
+      this.#stop.removeEventListener("abort", this.#onStop);
+      for (const lane of this.lanes.values()) for (const tally of lane.tallies) tally.flush();
+    }
+  }
+
+  #lane(name: LaneName, draining: AbortSignal): Lane {
+    let lane = this.lanes.get(name);
+    if (lane) return lane;
+    const { settings, clock, sink, store, metrics, onCommitted } = this.#deps;
+    const logger = this.#deps.logger.child({ lane: name });
+    lane = new Lane(name, {
+      settings,
+      clock,
+      push: { sink, clock, metrics, logger, draining, cancelled: this.#cancel.signal },
+      commit: {
+        store,
+        abandoned: this.abandoned,
+        maxInFlight: settings.max_in_flight,
+        onCommitted,
+        onError: (err) => {
+          this.#fail(err);
+        },
+      },
+      track: (task) => {
+        this.#track(task);
+      },
+    });
+    this.lanes.set(name, lane);
+    return lane;
+  }
+
+  #track(task: Promise<unknown>): void {
+    this.#tasks.add(task);
+    task.then(
+      () => this.#tasks.delete(task),
+      (err: unknown) => {
+        this.#tasks.delete(task);
+        this.#fail(err);
+      },
+    );
+  }
+
+  readonly #onStop = (): void => {
+    this.#deps.clock.sleep(this.#deps.shutdownGraceMs, this.#grace.signal).then(() => {
+      this.#expire();
+    }, ignore);
+  };
+
+  /** A store write, an unclassified sink error or a source failed: stop everything, reject. */
+  #fail(err: unknown): void {
+    if (!this.#claimEnd()) return;
+    this.#deps.logger.error(
+      { err: describeError(err), code: err instanceof Sf2LokiError ? err.code : undefined },
+      "Pipeline run failed; its sources and pushes are stopped and the error is passed on",
+    );
+    this.#teardown("a task failed", () => {
+      this.#outcome.reject(err);
+    });
+  }
+
+  /** The shutdown grace ran out while draining: abandon what is left, force-cancel, resolve. */
+  #expire(): void {
+    if (!this.#claimEnd()) return;
+    const graceS = this.#deps.shutdownGraceMs / 1000;
+    for (const lane of this.lanes.values()) {
+      const { keys, entries } = lane.uncommitted();
+      if (keys.size > 0)
+        this.abandoned.add(keys, entries, `Shutdown grace of ${graceS}s expired (${lane.name} lane)`);
+    }
+    this.#deps.logger.warn(
+      { grace_s: graceS },
+      "Shutdown grace expired before the pipeline drained; force-cancelling pushes and sources " +
+        "(raise service.shutdown_grace if Loki is merely slow)",
+    );
+    this.#teardown("shutdown grace expired", () => {
+      this.#outcome.resolve(undefined);
+    });
+  }
+
+  #teardown(why: string, settle: () => void): void {
+    const reason = new PipelineCancelledError(why);
+    this.#cancel.abort(reason);
+    for (const lane of this.lanes.values()) lane.cancel(reason);
+    const timer = new AbortController();
+    const windDown = this.#deps.clock.sleep(TEARDOWN_SETTLE_MS, timer.signal).catch(ignore);
+    void Promise.race([Promise.allSettled([...this.#tasks]), windDown]).then(() => {
+      timer.abort();
+      settle();
+    });
+  }
+
+  /** The first of finish / fail / expire decides the outcome; the others become no-ops. */
+  #claimEnd(): boolean {
+    if (this.#ending) return false;
+    this.#ending = true;
+    return true;
+  }
+}

@@ -1,0 +1,49 @@
+// The pipeline's knobs: `sink.loki.batch.*` from the YAML config (durations already converted to ms)
+// plus the drain backstop. Validated here too, so a hand-built settings object cannot wedge a lane.
+import { ConfigError } from "../errors.ts";
+
+export interface BatchSettings {
+  /** Flush when a batch holds this many entries (checkpoint-only ones count). */
+  max_entries: number;
+  /** Flush when Σ(lineBytes + 64) over the batch's real entries reaches this. */
+  max_bytes: number;
+  /** Flush this long after the first entry of a batch arrived. */
+  flush_interval_ms: number;
+  /** Per-line cap, applied by the sink; carried here only because it lives in the same YAML block. */
+  max_line_bytes: number;
+  /** Per-lane count bound (entries, checkpoint-only tokens and end-of-stream markers). */
+  queue_maxsize: number;
+  /** Per-lane byte budget (§2.5 entry cost); 0 disables byte accounting. */
+  queue_max_bytes: number;
+  /** Batches per lane pushed but not yet committed; 1 reproduces one-push-at-a-time. */
+  max_in_flight: number;
+}
+
+export const DEFAULT_BATCH_SETTINGS: Readonly<BatchSettings> = {
+  max_entries: 1000,
+  max_bytes: 1_048_576,
+  flush_interval_ms: 1000,
+  max_line_bytes: 262_144,
+  queue_maxsize: 10_000,
+  queue_max_bytes: 268_435_456,
+  max_in_flight: 4,
+};
+
+/** `service.shutdown_grace`: how long a stopped run may drain before it is force-cancelled. */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 25_000;
+
+export function validateBatchSettings(s: BatchSettings): BatchSettings {
+  const positiveInts = ["max_entries", "max_bytes", "queue_maxsize", "max_in_flight"] as const;
+  for (const key of positiveInts) {
+    if (!Number.isInteger(s[key]) || s[key] < 1) {
+      throw new ConfigError(`sink.loki.batch.${key} is ${s[key]}; set it to a whole number of at least 1.`);
+    }
+  }
+  const nonNegative = ["flush_interval_ms", "max_line_bytes", "queue_max_bytes"] as const;
+  for (const key of nonNegative) {
+    if (!Number.isFinite(s[key]) || s[key] < 0) {
+      throw new ConfigError(`sink.loki.batch.${key} is ${s[key]}; set it to 0 or more.`);
+    }
+  }
+  return s;
+}

@@ -1,0 +1,150 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { ChannelSource, ScriptedSource, entry, settle, waitUntil } from "../support/fakes.ts";
+import { ManualClock } from "../../src/util/clock.ts";
+import { harness, stalledStream } from "./harness.ts";
+
+const KEY = "eventlogfile:API";
+
+test("retryable failures back off 1 s doubling to a 30 s cap, forever, then deliver", async () => {
+  const clock = new ManualClock({ auto: true });
+  const src = new ScriptedSource("eventlogfile", [entry(KEY, "1")]);
+  const h = harness([src], { clock });
+  h.sink.script(...Array.from({ length: 7 }, () => ({ retryable: undefined })));
+  await h.pipeline.run(new AbortController().signal);
+  assert.deepEqual(
+    clock.sleeps.filter((ms) => ms >= 1000),
+    [1000, 2000, 4000, 8000, 16000, 30000, 30000],
+  );
+  assert.equal(h.sink.calls.length, 8);
+  assert.equal(h.store.doc.get(KEY), "1");
+  assert.equal(await h.metric("sf2loki_loki_push", { outcome: "retried" }), 7);
+  assert.equal(await h.metric("sf2loki_loki_push", { outcome: "success" }), 1);
+  const warns = h.logs.filter((l) => l.level === 40 && l.msg.startsWith("Loki push failed"));
+  assert.deepEqual(
+    warns.map((w) => w.attempt),
+    [1],
+    "warned on the first failure, rate-limited after",
+  );
+});
+
+test("a 429's retryAfterMs is honoured, capped at 60 s", async () => {
+  const h = stalledStream({ batch: { max_entries: 1 } });
+  const { src, stop, running } = h;
+  src.emit(entry("pubsub:/event/A", "1"));
+  await waitUntil(() => h.sink.calls.length === 1, "push");
+  h.sink.calls[0]!.failRetryable(5000);
+  await waitUntil(() => h.clock.sleeps.includes(5000), "wait of 5 s");
+  h.clock.advance(4999);
+  await settle(20);
+  assert.equal(h.sink.calls.length, 1, "not before Retry-After");
+  h.clock.advance(1);
+  await waitUntil(() => h.sink.calls.length === 2, "retry after 5 s");
+  h.sink.calls[1]!.failRetryable(3_600_000);
+  await waitUntil(() => h.clock.sleeps.includes(60_000), "capped at 60 s");
+  h.clock.advance(60_000);
+  await waitUntil(() => h.sink.calls.length === 3, "retry after 60 s");
+  h.sink.calls[2]!.succeed();
+  await waitUntil(() => h.store.doc.get("pubsub:/event/A") === "1", "commit");
+  stop.abort();
+  await running;
+});
+
+test("a permanent refusal is counted per reason/source/event_type/org and the checkpoint moves on", async () => {
+  const withOrg = { source: "eventlogfile", event_type: "API", org: "prod" };
+  const noOrg = { source: "eventlogfile", event_type: "URI" };
+  const items = [
+    entry(KEY, "1", { labels: withOrg }),
+    entry(KEY, "2", { labels: noOrg }),
+    entry(KEY, "3", { labels: withOrg }),
+  ];
+  const h = harness([new ScriptedSource("eventlogfile", items)]);
+  h.sink.script({ permanent: "oversized_413" });
+  await h.pipeline.run(new AbortController().signal);
+  assert.equal(h.store.doc.get(KEY), "3");
+  const points = await h.points("sf2loki_loki_entries_dropped");
+  const byAttrs = points.map((p) => [p.attributes, p.value]);
+  assert.deepEqual(
+    byAttrs.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))),
+    [
+      [{ reason: "oversized_413", source: "eventlogfile", event_type: "API", org: "prod" }, 2],
+      [{ reason: "oversized_413", source: "eventlogfile", event_type: "URI" }, 1],
+    ],
+  );
+  assert.equal(await h.metric("sf2loki_loki_push", { outcome: "success" }), 0);
+  assert.equal(h.pipeline.sinkFailingSince(), undefined);
+  assert.ok(h.logs.some((l) => l.level === 50 && l.reason === "oversized_413"));
+});
+
+test("entries a delivered push reports as dropped are counted, and the batch commits", async () => {
+  const a = entry(KEY, "1");
+  const b = entry(KEY, "2", { labels: { source: "eventlogfile", event_type: "Login" } });
+  const h = harness([new ScriptedSource("eventlogfile", [a, b])]);
+  h.sink.script({ ok: { dropped: [{ entries: [b], reason: "bad_request" }] } });
+  await h.pipeline.run(new AbortController().signal);
+  assert.equal(
+    await h.metric("sf2loki_loki_entries_dropped", { reason: "bad_request", event_type: "Login" }),
+    1,
+  );
+  assert.equal(await h.metric("sf2loki_loki_entries_dropped"), 1);
+  assert.equal(await h.metric("sf2loki_loki_push", { outcome: "success" }), 1);
+  assert.equal(h.store.doc.get(KEY), "2");
+});
+
+class FakeFenceError extends Error {
+  readonly code = "SF2LOKI_STATE_FENCED";
+}
+
+test("a store error rejects run() with that error and cancels producers blocked on a full queue", async () => {
+  const flood = new ScriptedSource("eventlog_objects", function* () {
+    for (let i = 0; ; i++) yield entry("eventlog_objects:ApiEvent", String(i).padStart(9, "0"));
+  });
+  const h = harness([flood], { batch: { max_entries: 5, queue_maxsize: 10, max_in_flight: 1 } });
+  h.sink.stall();
+  const fenced = new FakeFenceError("fenced");
+  h.store.failNextCommit(fenced);
+  const running = h.pipeline.run(new AbortController().signal);
+  await waitUntil(() => h.sink.calls.length === 1, "push");
+  await settle(10);
+  h.sink.calls[0]!.succeed();
+  await assert.rejects(running, (err) => err === fenced);
+  const pulled = flood.pulled;
+  await settle(20);
+  assert.equal(flood.pulled, pulled, "the producer was cancelled");
+  assert.equal(h.pipeline.status().running, false);
+});
+
+test("a source error rejects run() without hanging, even with a stalled sink", async () => {
+  const boom = new Error("source bug");
+  const broken = new ScriptedSource("apexlog", [entry("apexlog", "1")], { after: boom });
+  const streaming = new ChannelSource("pubsub");
+  const h = harness([broken, streaming]);
+  h.sink.stall();
+  streaming.emit(entry("pubsub:/event/A", "1"));
+  await assert.rejects(h.pipeline.run(new AbortController().signal), (err) => err === boom);
+  assert.deepEqual(h.store.commits, []);
+});
+
+test("an unclassified sink error rejects run() with it", async () => {
+  const bug = new TypeError("sink bug");
+  const h = harness([new ScriptedSource("apexlog", [entry("apexlog", "1")])]);
+  h.sink.script({ error: bug });
+  await assert.rejects(h.pipeline.run(new AbortController().signal), (err) => err === bug);
+  assert.deepEqual(h.store.commits, []);
+});
+
+test("an AbortError a source throws after stop is a normal end", async () => {
+  class AbortingSource extends ChannelSource {
+    // eslint-disable-next-line require-yield -- fails before its first entry
+    override async *events(): AsyncGenerator<never> {
+      await Promise.resolve();
+      const err = new Error("aborted");
+      err.name = "AbortError";
+      throw err;
+    }
+  }
+  const h = harness([new AbortingSource("pubsub")]);
+  const stop = new AbortController();
+  stop.abort();
+  await h.pipeline.run(stop.signal);
+});

@@ -1,0 +1,95 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { ChannelSource, ScriptedSource, entry, token, waitUntil } from "../support/fakes.ts";
+import { harness } from "./harness.ts";
+
+function pad(n: number): string {
+  return String(n).padStart(6, "0");
+}
+
+test("a finite source is delivered in batches and its last value per key committed", async () => {
+  const items = Array.from({ length: 25 }, (_, i) => entry("eventlog_objects:ApiEvent", pad(i)));
+  const src = new ScriptedSource("eventlog_objects", items);
+  const h = harness([src], { batch: { max_entries: 10 } });
+  await h.pipeline.run(new AbortController().signal);
+  assert.deepEqual(
+    h.sink.calls.map((c) => c.entries.length),
+    [10, 10, 5],
+  );
+  assert.equal(h.store.doc.get("eventlog_objects:ApiEvent"), pad(24));
+  assert.deepEqual(h.store.history("eventlog_objects:ApiEvent").at(-1), pad(24));
+  assert.equal(
+    await h.metric("sf2loki_events_ingested", { source: "eventlog_objects", event_type: "ApiEvent" }),
+    25,
+  );
+  assert.equal(await h.metric("sf2loki_loki_push", { outcome: "success" }), 3);
+  assert.equal(await h.metric("sf2loki_ingest_lag_seconds", { source: "eventlog_objects" }), 25);
+});
+
+test("no sources: run() returns at once", async () => {
+  const h = harness([]);
+  await h.pipeline.run(new AbortController().signal);
+  assert.equal(h.sink.calls.length, 0);
+});
+
+test("static labels win over entry labels; checkpoint-only tokens are neither labelled, counted nor pushed", async () => {
+  const shared = { source: "eventlog_objects", event_type: "LoginEvent", job: "mine" };
+  const a = entry("k", "1", { labels: shared });
+  const b = entry("k", "2", { labels: shared });
+  const t = token("k", "3");
+  const src = new ScriptedSource("eventlog_objects", [a, t, b]);
+  const h = harness([src], { staticLabels: { job: "sf2loki", service_name: "sf2loki" } });
+  await h.pipeline.run(new AbortController().signal);
+  const pushed = h.sink.calls.flatMap((c) => c.entries);
+  assert.deepEqual(pushed, [a, b]);
+  assert.deepEqual(a.labels, {
+    source: "eventlog_objects",
+    event_type: "LoginEvent",
+    job: "sf2loki",
+    service_name: "sf2loki",
+  });
+  assert.deepEqual(
+    shared,
+    { source: "eventlog_objects", event_type: "LoginEvent", job: "mine" },
+    "source's object untouched",
+  );
+  assert.deepEqual(t.labels, {});
+  assert.equal(await h.metric("sf2loki_events_ingested"), 2);
+  assert.equal(h.store.doc.get("k"), "2");
+});
+
+test("flush_interval flushes a partial batch, timed from its first item", async () => {
+  const src = new ChannelSource("pubsub");
+  const h = harness([src], { batch: { max_entries: 100, flush_interval_ms: 1000 } });
+  const stop = new AbortController();
+  const running = h.pipeline.run(stop.signal);
+  src.emit(entry("pubsub:/event/A", "1"));
+  await waitUntil(() => h.clock.sleeps.includes(1000), "deadline timer");
+  h.clock.advance(600);
+  src.emit(entry("pubsub:/event/A", "2"));
+  h.clock.advance(399);
+  await waitUntil(() => src.pulled === 2, "second entry pulled");
+  assert.equal(h.sink.calls.length, 0, "no push before the interval");
+  h.clock.advance(1);
+  await waitUntil(() => h.sink.calls.length === 1, "flush at the deadline");
+  assert.deepEqual(h.sink.calls[0]!.values, ["1", "2"]);
+  await waitUntil(() => h.store.doc.get("pubsub:/event/A") === "2", "commit");
+  stop.abort();
+  await running;
+});
+
+test("max_bytes flushes once Σ(lineBytes + 64) reaches it", async () => {
+  const line = "x".repeat(136); // 200 with overhead
+  const items = Array.from({ length: 7 }, (_, i) => entry("k", pad(i), { line }));
+  const h = harness([new ScriptedSource("apexlog", items)], { batch: { max_bytes: 600 } });
+  await h.pipeline.run(new AbortController().signal);
+  assert.deepEqual(
+    h.sink.calls.map((c) => c.entries.length),
+    [3, 3, 1],
+  );
+});
+
+test("invalid batch settings are refused at construction with a config error", () => {
+  assert.throws(() => harness([], { batch: { max_in_flight: 0 } }), { code: "SF2LOKI_CONFIG" });
+  assert.throws(() => harness([], { batch: { queue_max_bytes: -1 } }), { code: "SF2LOKI_CONFIG" });
+});
