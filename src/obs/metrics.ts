@@ -18,8 +18,8 @@ export interface TelemetrySettings {
 export interface Metrics {
   meter: Meter;
   /** Serves the Prometheus text exposition format. */
-  handlePrometheus(req: IncomingMessage, res: ServerResponse): void;
-  shutdown(): Promise<void>;
+  handlePrometheus: (req: IncomingMessage, res: ServerResponse) => void;
+  shutdown: () => Promise<void>;
 }
 
 export function createMetrics(opts: {

@@ -9,7 +9,7 @@ test("health endpoints: liveness always ok, readiness reasons, statusz JSON, Pro
   const leader = new StateGauge(metrics.meter, "sf2loki_leader", "1 while leading");
   leader.set(1);
   let notReady: string | undefined = "not ready";
-  let degraded: string | undefined;
+  let degraded: string | undefined = undefined;
   const server = await startHealthServer({
     addr: "127.0.0.1:0",
     readiness: { notReadyReason: () => notReady, degradation: () => degraded },

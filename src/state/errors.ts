@@ -1,0 +1,179 @@
+// Every error the checkpoint stores raise, each created by one factory with a stable code. The messages
+// are what an operator reads: what happened, where (path or URI), and what to do next.
+import { Sf2LokiError } from "../errors.ts";
+
+/** A conditional write lost: the stored document is not the one this process last read. */
+export class StateStoreConflictError extends Sf2LokiError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("SF2LOKI_STATE_CONFLICT", message, options);
+  }
+}
+
+/** The S3/GCS checkpoint object cannot be read as a JSON object of strings. */
+export class StateObjectCorruptError extends Sf2LokiError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("SF2LOKI_STATE_OBJECT_CORRUPT", message, options);
+  }
+}
+
+/** The checkpoint file cannot be read as a JSON object of strings. */
+export class StateFileCorruptError extends Sf2LokiError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("SF2LOKI_STATE_FILE_CORRUPT", message, options);
+  }
+}
+
+/** Another process holds the checkpoint file's exclusive-instance lock. */
+export class StateFileLockError extends Sf2LokiError {
+  /** The holder's pid, when the lock file names one. */
+  readonly holderPid: number | undefined;
+  constructor(message: string, holderPid: number | undefined, options?: { cause?: unknown }) {
+    super("SF2LOKI_STATE_FILE_LOCKED", message, options);
+    this.holderPid = holderPid;
+  }
+}
+
+/** This process may no longer commit: it lost leadership, or a newer leader advanced the epoch. */
+export class StateFenceError extends Sf2LokiError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("SF2LOKI_STATE_FENCED", message, options);
+  }
+}
+
+/** The object store refused our credentials (401/403) for the checkpoint object. */
+export class StateAccessDeniedError extends Sf2LokiError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("SF2LOKI_STATE_ACCESS_DENIED", message, options);
+  }
+}
+
+/** How an object store names itself in messages; S3 and GCS fill this in. */
+export interface ObjectStoreHints {
+  /** `s3://bucket/key` or `gs://bucket/object`. */
+  location: string;
+  /** The config key that picks the object (`state.s3.key`, `state.gcs.object_name`). */
+  configKey: string;
+  /** `key` or `object`, as the backend's own docs say it. */
+  noun: string;
+  /** The backend CLI command that removes the object, for the corrupt-object recovery. */
+  removeCommand: string;
+  /** The permissions the store needs, as the backend's IAM spells them. */
+  permissions: string;
+}
+
+const TWO_WRITERS =
+  "two instances sharing one state object double-ingest and clobber each other's checkpoints";
+
+export const stateErrors = {
+  /** A 412 on a first attempt, or a retry that found someone else's content: a real second writer. */
+  casLost(hints: ObjectStoreHints, op: string, cause: unknown): StateStoreConflictError {
+    return new StateStoreConflictError(
+      `${op} on ${hints.location} lost a compare-and-swap race: the object changed since this process read it, ` +
+        `so another sf2loki instance (or a \`sf2loki state set/delete/import\`) is writing the same state object; ` +
+        `${TWO_WRITERS}. Point each instance at its own ${hints.noun} (${hints.configKey}) or run them as an HA ` +
+        `pair with a coordinator, then restart this one.`,
+      { cause },
+    );
+  },
+
+  /** A retry after a lost acknowledgement found content that is not ours. */
+  overwrittenAfterLostAck(hints: ObjectStoreHints, op: string, cause: unknown): StateStoreConflictError {
+    return new StateStoreConflictError(
+      `${op} on ${hints.location}: an earlier attempt failed or lost its response, and the retry found the object ` +
+        `holding content this process did not write, so another writer (a second sf2loki instance or a ` +
+        `\`sf2loki state\` command) changed it; ${TWO_WRITERS}. Point each instance at its own ${hints.noun} ` +
+        `(${hints.configKey}) or run them as an HA pair, then restart this one.`,
+      { cause },
+    );
+  },
+
+  /** A retry after a lost acknowledgement found the object gone. */
+  deletedAfterLostAck(hints: ObjectStoreHints, op: string, cause: unknown): StateStoreConflictError {
+    return new StateStoreConflictError(
+      `${op} on ${hints.location}: an earlier attempt failed or lost its response, and the retry found the object ` +
+        `deleted by someone else; check who removes it (a lifecycle rule, an operator, a second instance), ` +
+        `then restart sf2loki so it re-reads the state.`,
+      { cause },
+    );
+  },
+
+  /** A retry after a lost acknowledgement could not read the object back to check. */
+  unverifiedAfterLostAck(hints: ObjectStoreHints, op: string, cause: unknown): StateStoreConflictError {
+    return new StateStoreConflictError(
+      `${op} on ${hints.location} could not be confirmed: an earlier attempt failed or lost its response, the object's ` +
+        `version has moved, and reading it back to check whether the change was this process's own write ` +
+        `failed (${describeCause(cause)}). This alone does not mean a second instance exists; restart sf2loki ` +
+        `so it re-reads the state (at worst a bounded re-ingest, never a loss).`,
+      { cause },
+    );
+  },
+
+  /** S3 kept answering 409 ConditionalRequestConflict until the attempts ran out. */
+  busy(hints: ObjectStoreHints, op: string, attempts: number, cause: unknown): StateStoreConflictError {
+    return new StateStoreConflictError(
+      `${op} on ${hints.location} kept colliding with another in-progress conditional write to the same object ` +
+        `(409 ConditionalRequestConflict, ${attempts} attempts); another writer is probably using this state ` +
+        `object: ${TWO_WRITERS}. Point each instance at its own ${hints.noun} (${hints.configKey}).`,
+      { cause },
+    );
+  },
+
+  objectCorrupt(hints: ObjectStoreHints, problem: string, cause?: unknown): StateObjectCorruptError {
+    return new StateObjectCorruptError(
+      `state object ${hints.location} is corrupt (${problem}); refusing to start rather than silently dropping ` +
+        `checkpoints. Repair it by hand or restore an earlier version of it, or remove it ` +
+        `(\`${hints.removeCommand}\`) to reset every source to its lookback default (duplicates; Pub/Sub ` +
+        `topics resume from now, a gap).`,
+      cause === undefined ? undefined : { cause },
+    );
+  },
+
+  accessDenied(hints: ObjectStoreHints, op: string, cause: unknown): StateAccessDeniedError {
+    return new StateAccessDeniedError(
+      `${op} on ${hints.location} was refused (access denied): grant the sf2loki identity ${hints.permissions} ` +
+        `on that bucket, and check the credentials it runs with.`,
+      { cause },
+    );
+  },
+
+  fileCorrupt(path: string, problem: string, cause?: unknown): StateFileCorruptError {
+    return new StateFileCorruptError(
+      `state file ${path} is corrupt (${problem}); refusing to start rather than silently dropping checkpoints. ` +
+        `Repair it by hand, or move it aside (\`mv ${path} ${path}.corrupt\`) to reset every source to its ` +
+        `lookback default (duplicates; Pub/Sub topics resume from now, a gap).`,
+      cause === undefined ? undefined : { cause },
+    );
+  },
+
+  fileLocked(
+    path: string,
+    lockPath: string,
+    holder: { pid?: number; hostname?: string } | undefined,
+    thisHost: string,
+  ): StateFileLockError {
+    const who =
+      holder?.pid === undefined
+        ? "a process whose lock file cannot be read"
+        : holder.hostname === undefined || holder.hostname === thisHost
+          ? `pid ${holder.pid} on this host`
+          : `pid ${holder.pid} on host ${holder.hostname} (its liveness cannot be checked from here)`;
+    return new StateFileLockError(
+      `state file ${path} is locked by ${who} (lock file ${lockPath}): is another sf2loki instance running ` +
+        `against the same state directory? Two instances would double-ingest and clobber each other's ` +
+        `checkpoints. Stop the other process first (the \`sf2loki state\` commands also accept --force, unsafe ` +
+        `while it runs); if no sf2loki is running there, delete ${lockPath}.`,
+      holder?.pid,
+    );
+  },
+
+  staleEpoch(path: string, mine: number, stored: number): StateFenceError {
+    return new StateFenceError(
+      `stale leader (epoch ${mine}) rejected: the state file ${path} was already advanced to epoch ${stored} by a ` +
+        `newer leader; this process stops committing and steps down.`,
+    );
+  },
+};
+
+function describeCause(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

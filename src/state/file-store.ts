@@ -1,0 +1,179 @@
+// The file checkpoint store: one JSON document in a local (or shared) file, replaced atomically on every
+// write, guarded by an exclusive-instance lock, and optionally by an epoch fence for the file_lease
+// coordinator (spec C §1.4).
+import { silentLogger, type Logger } from "../obs/logger.ts";
+import type { Clock } from "../util/clock.ts";
+import { Mutex } from "../util/mutex.ts";
+import { writeFileAtomic } from "./atomic-write.ts";
+import {
+  FENCE_EPOCH_KEY,
+  lookup,
+  parseDocument,
+  serialiseDocument,
+  withoutKey,
+  withoutReserved,
+  type CheckpointDocument,
+} from "./document.ts";
+import { stateErrors } from "./errors.ts";
+import { FileLock, type FileLockOptions } from "./file-lock.ts";
+import type { FileStateSettings } from "./settings.ts";
+import { errnoCode, nodeStateFs, type StateFs } from "./state-fs.ts";
+import type { CheckpointStore, Fence } from "./store.ts";
+
+/** The current leadership epoch, or null/undefined when there is none to enforce. */
+export type EpochSource = () => number | null | undefined;
+
+export interface FileStoreOptions {
+  /** Take the `.lock` sidecar (default true). Off under a real coordinator, or with `state --force`. */
+  exclusiveLock?: boolean;
+  logger?: Logger;
+  clock?: Clock;
+  fs?: StateFs;
+  /** Lock tuning and test seams (pid, hostname, liveness). */
+  lock?: Omit<FileLockOptions, "fs" | "clock" | "logger">;
+}
+
+export class FileCheckpointStore implements CheckpointStore {
+  readonly location: string;
+  readonly #path: string;
+  readonly #fs: StateFs;
+  readonly #log: Logger;
+  readonly #lock: FileLock | undefined;
+  readonly #mutex = new Mutex();
+  #doc: CheckpointDocument | undefined;
+  #fence: Fence | undefined;
+  #epoch: EpochSource | undefined;
+
+  constructor(settings: FileStateSettings, opts: FileStoreOptions = {}) {
+    this.#path = settings.path;
+    this.location = settings.path;
+    this.#fs = opts.fs ?? nodeStateFs;
+    this.#log = (opts.logger ?? silentLogger).child({ component: "state", location: settings.path });
+    this.#lock =
+      opts.exclusiveLock === false
+        ? undefined
+        : new FileLock(settings.path, {
+            ...opts.lock,
+            fs: this.#fs,
+            ...(opts.clock ? { clock: opts.clock } : {}),
+            ...(opts.logger ? { logger: opts.logger } : {}),
+          });
+  }
+
+  /** The sidecar lock file, when this store takes one. */
+  get lockPath(): string | undefined {
+    return this.#lock?.lockPath;
+  }
+
+  async load(key: string): Promise<string | undefined> {
+    return this.#mutex.run(async () => {
+      await this.#lock?.acquire();
+      this.#doc ??= await this.#read();
+      return lookup(this.#doc, key);
+    });
+  }
+
+  async commit(key: string, value: string): Promise<void> {
+    await this.commitMany({ [key]: value });
+  }
+
+  async commitMany(items: Readonly<Record<string, string>>): Promise<void> {
+    await this.#mutate((doc) => ({ ...doc, ...items }));
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.#mutate((doc) => (lookup(doc, key) === undefined ? undefined : withoutKey(doc, key)));
+  }
+
+  async snapshot(): Promise<Record<string, string>> {
+    return this.#mutex.run(async () => {
+      await this.#lock?.acquire();
+      this.#doc = await this.#read();
+      return withoutReserved(this.#doc);
+    });
+  }
+
+  reset(): void {
+    this.#doc = undefined;
+  }
+
+  setFence(fence: Fence | undefined): void {
+    this.#fence = fence;
+  }
+
+  /**
+   * Switches commits and deletes onto the epoch-fenced path: every write re-reads the file fresh and
+   * refuses if a newer leader already stamped a higher `__fence_epoch__` (spec C §1.4.6).
+   */
+  setEpoch(epoch: EpochSource | undefined): void {
+    this.#epoch = epoch;
+  }
+
+  async close(): Promise<void> {
+    await this.#mutex.run(async () => {
+      await this.#lock?.release();
+    });
+  }
+
+  /** `change` returns the next document, or undefined for "nothing to write". */
+  async #mutate(change: (doc: CheckpointDocument) => CheckpointDocument | undefined): Promise<void> {
+    await this.#mutex.run(async () => {
+      await this.#fence?.();
+      await this.#lock?.acquire();
+      const epochSource = this.#epoch;
+      if (!epochSource) {
+        this.#doc ??= await this.#read();
+        const next = change(this.#doc);
+        if (next) await this.#flush(next);
+        return;
+      }
+      // Epoch path: always fresh from disk, so an epoch advanced by a newer leader on shared storage is seen.
+      const fresh = await this.#read();
+      const stored = this.#storedEpoch(fresh);
+      const mine = epochSource() ?? undefined;
+      if (stored !== undefined && mine !== undefined && stored > mine) {
+        throw stateErrors.staleEpoch(this.#path, mine, stored);
+      }
+      const next = change(fresh);
+      if (!next) {
+        this.#doc = fresh;
+        return;
+      }
+      await this.#flush(mine === undefined ? next : { ...next, [FENCE_EPOCH_KEY]: String(mine) });
+    });
+  }
+
+  /** The cache changes only after the write is durable: a failed flush leaves it as it was. */
+  async #flush(next: CheckpointDocument): Promise<void> {
+    await writeFileAtomic(this.#fs, this.#path, serialiseDocument(next));
+    this.#doc = next;
+  }
+
+  async #read(): Promise<CheckpointDocument> {
+    let bytes: Uint8Array;
+    try {
+      bytes = await this.#fs.readFile(this.#path);
+    } catch (err) {
+      if (errnoCode(err) === "ENOENT") return {};
+      throw err;
+    }
+    const parsed = parseDocument(bytes);
+    if (!parsed.ok) throw stateErrors.fileCorrupt(this.#path, parsed.problem, parsed.cause);
+    return parsed.doc;
+  }
+
+  /**
+   * A non-numeric stored epoch is logged and treated as absent: the next write stamps a valid one, which
+   * repairs the file, where refusing would wedge every leader until an operator edits it by hand.
+   */
+  #storedEpoch(doc: CheckpointDocument): number | undefined {
+    const raw = lookup(doc, FENCE_EPOCH_KEY);
+    if (raw === undefined) return undefined;
+    if (/^\d+$/.test(raw.trim())) return Number(raw);
+    this.#log.warn(
+      { key: FENCE_EPOCH_KEY, value: raw },
+      "the stored fence epoch is not a number; treating it as absent (the next commit rewrites it)",
+    );
+    return undefined;
+  }
+}

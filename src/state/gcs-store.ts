@@ -1,0 +1,140 @@
+// The GCS checkpoint store: the shared object-store engine over one GCS object, via @google-cloud/storage.
+// Library retries are off (autoRetry false, RetryNever): the library would otherwise re-send a conditional
+// upload by itself, and only our loop knows to verify a 412 that follows a lost acknowledgement.
+import { createHash } from "node:crypto";
+import { addAbortSignal } from "node:stream";
+import { IdempotencyStrategy, Storage, type Bucket, type StorageOptions } from "@google-cloud/storage";
+import type { ObjectStoreHints } from "./errors.ts";
+import { checkServiceAccountFile } from "./gcs-credentials.ts";
+import type { ErrorClass, ObjectBackend, Precondition, StoredObject } from "./object-backend.ts";
+import { ObjectCheckpointStore, type ObjectStoreOptions } from "./object-store.ts";
+import type { GcsStateSettings } from "./settings.ts";
+import { isNetworkError, isTransientStatus } from "./transient.ts";
+
+export interface GcsStoreOptions extends ObjectStoreOptions {
+  /** Merged over the derived client options (tests only). */
+  storageOptions?: StorageOptions;
+}
+
+const REQUEST_TIMEOUT_MS = 30_000;
+
+/** The client options the settings imply; exported so `doctor` can build the same client. */
+export function gcsStorageOptions(settings: GcsStateSettings): StorageOptions {
+  const endpoint = settings.endpoint_url ?? undefined;
+  const keyFile = settings.service_file ?? undefined;
+  return {
+    // A custom endpoint (an emulator) gets no credentials unless a key file is named explicitly;
+    // STORAGE_EMULATOR_HOST is honoured by the library itself the same way.
+    ...(endpoint ? { apiEndpoint: endpoint, useAuthWithCustomEndpoint: keyFile !== undefined } : {}),
+    // Deprecated for unvalidated files; the backend validates it first (checkServiceAccountFile).
+    // eslint-disable-next-line @typescript-eslint/no-deprecated
+    ...(keyFile ? { keyFilename: keyFile } : {}),
+    // maxRetries: 0 alone is ignored by the library (falsy means "default"); autoRetry and RetryNever are not.
+    retryOptions: { autoRetry: false, maxRetries: 0, idempotencyStrategy: IdempotencyStrategy.RetryNever },
+    timeout: REQUEST_TIMEOUT_MS,
+  };
+}
+
+interface GcsErrorShape {
+  code?: unknown;
+  response?: { status?: number };
+}
+
+interface DownloadResponse {
+  headers?: Record<string, string | string[] | undefined>;
+}
+
+class GcsBackend implements ObjectBackend {
+  readonly hints: ObjectStoreHints;
+  readonly #settings: GcsStateSettings;
+  readonly #options: StorageOptions;
+  #bucket: Bucket | undefined;
+
+  constructor(settings: GcsStateSettings, overrides: StorageOptions = {}) {
+    this.#settings = settings;
+    if (settings.service_file) checkServiceAccountFile(settings.service_file);
+    this.#options = { ...gcsStorageOptions(settings), ...overrides };
+    const location = `gs://${settings.bucket}/${settings.object_name}`;
+    this.hints = {
+      location,
+      configKey: "state.gcs.object_name",
+      noun: "object",
+      removeCommand: `gcloud storage rm ${location}`,
+      permissions:
+        "storage.objects.get, storage.objects.create and storage.objects.delete (overwriting an object needs " +
+        "delete; roles/storage.objectUser has all three)",
+    };
+  }
+
+  #file() {
+    this.#bucket ??= new Storage(this.#options).bucket(this.#settings.bucket);
+    // A fresh File per call: the library keeps per-call state (metadata, retry flags) on it.
+    return this.#bucket.file(this.#settings.object_name);
+  }
+
+  async get(signal: AbortSignal): Promise<StoredObject | undefined> {
+    // One media GET: the body and its x-goog-generation header come from the same response, so a write
+    // landing between two calls can never pair old bytes with a new generation.
+    const stream = addAbortSignal(signal, this.#file().createReadStream());
+    let generation: string | undefined;
+    stream.on("response", (res: DownloadResponse) => {
+      const header = res.headers?.["x-goog-generation"];
+      generation = Array.isArray(header) ? header[0] : header;
+    });
+    const chunks: Buffer[] = [];
+    try {
+      for await (const chunk of stream) chunks.push(chunk as Buffer);
+    } catch (err) {
+      if (statusOf(err) === 404) return undefined;
+      throw err;
+    }
+    if (generation === undefined) {
+      throw new Error(`download of ${this.hints.location} carried no x-goog-generation header`);
+    }
+    return { bytes: Buffer.concat(chunks), token: generation };
+  }
+
+  async put(bytes: Uint8Array, precondition: Precondition, signal: AbortSignal): Promise<string | undefined> {
+    signal.throwIfAborted();
+    const file = this.#file();
+    await file.save(Buffer.from(bytes), {
+      resumable: false,
+      // Client-side validation deletes the object on a mismatch, unconditionally; let the server check
+      // the MD5 we send instead, which rejects a damaged upload without touching the stored version.
+      validation: false,
+      metadata: {
+        contentType: "application/json",
+        md5Hash: createHash("md5").update(bytes).digest("base64"),
+      },
+      preconditionOpts: { ifGenerationMatch: precondition.kind === "create" ? 0 : precondition.token },
+      timeout: REQUEST_TIMEOUT_MS,
+    });
+    const generation = file.metadata.generation;
+    return generation === undefined ? undefined : String(generation);
+  }
+
+  classify(err: unknown): ErrorClass {
+    const status = statusOf(err);
+    if (status === 412) return "precondition-failed";
+    if (status === 401 || status === 403) return "access-denied";
+    if (isTransientStatus(status) || isNetworkError(err)) return "transient";
+    return "other";
+  }
+
+  close(): Promise<void> {
+    this.#bucket = undefined;
+    return Promise.resolve();
+  }
+}
+
+/** ApiError carries the HTTP status as a numeric `code`; socket errors carry a string `code`. */
+function statusOf(err: unknown): number | undefined {
+  const { code, response } = (err ?? {}) as GcsErrorShape;
+  return typeof code === "number" ? code : response?.status;
+}
+
+export class GcsCheckpointStore extends ObjectCheckpointStore {
+  constructor(settings: GcsStateSettings, opts: GcsStoreOptions = {}) {
+    super(new GcsBackend(settings, opts.storageOptions), opts);
+  }
+}

@@ -1,0 +1,20 @@
+// The state layer's public surface.
+export type { CheckpointStore, Fence } from "./store.ts";
+export { RESERVED_KEYS } from "./store.ts";
+export { buildStore, type BuildStoreOptions } from "./build.ts";
+export type { StateSettings, FileStateSettings, S3StateSettings, GcsStateSettings } from "./settings.ts";
+export { DEFAULT_OBJECT_NAME } from "./settings.ts";
+export { FileCheckpointStore, type FileStoreOptions, type EpochSource } from "./file-store.ts";
+export { S3CheckpointStore, s3ClientConfig, type S3StoreOptions } from "./s3-store.ts";
+export { GcsCheckpointStore, gcsStorageOptions, type GcsStoreOptions } from "./gcs-store.ts";
+export { ObjectCheckpointStore, OBJECT_STORE_RETRY, type ObjectStoreOptions } from "./object-store.ts";
+export { OrgCheckpointView, orgPrefix, isEpochCapable, type OrgViewOptions } from "./org-view.ts";
+export { FENCE_EPOCH_KEY } from "./document.ts";
+export {
+  StateAccessDeniedError,
+  StateFenceError,
+  StateFileCorruptError,
+  StateFileLockError,
+  StateObjectCorruptError,
+  StateStoreConflictError,
+} from "./errors.ts";

@@ -1,0 +1,138 @@
+// The S3 checkpoint store: the shared object-store engine over one S3 object, via @aws-sdk/client-s3.
+// SDK retries are off (`maxAttempts: 1`): a retried conditional PUT must pass through our own loop,
+// which knows the attempt number and verifies before it calls a 412 a conflict.
+import {
+  GetObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  type PutObjectCommandInput,
+  type S3ClientConfig,
+} from "@aws-sdk/client-s3";
+import type { ObjectStoreHints } from "./errors.ts";
+import type { ErrorClass, ObjectBackend, Precondition, StoredObject } from "./object-backend.ts";
+import { ObjectCheckpointStore, type ObjectStoreOptions } from "./object-store.ts";
+import type { S3StateSettings } from "./settings.ts";
+import { TRANSIENT_CODES, isNetworkError, isTransientStatus } from "./transient.ts";
+
+export interface S3StoreOptions extends ObjectStoreOptions {
+  /** Merged over the derived client config (tests pass static credentials; operators never need it). */
+  clientConfig?: Partial<S3ClientConfig>;
+}
+
+const REQUEST_TIMEOUT_MS = 30_000;
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** The client config the settings imply; exported so `doctor` can build the same client. */
+export function s3ClientConfig(settings: S3StateSettings): S3ClientConfig {
+  const endpoint = settings.endpoint_url ?? undefined;
+  const region = settings.region ?? (endpoint ? "us-east-1" : undefined);
+  return {
+    ...(region ? { region } : {}),
+    ...(endpoint
+      ? {
+          endpoint,
+          // Many S3-compatible servers reject the newer default CRC checksums; send them only when required.
+          requestChecksumCalculation: "WHEN_REQUIRED" as const,
+          responseChecksumValidation: "WHEN_REQUIRED" as const,
+        }
+      : { followRegionRedirects: true }),
+    forcePathStyle: settings.force_path_style ?? Boolean(endpoint),
+    maxAttempts: 1,
+    requestHandler: { requestTimeout: REQUEST_TIMEOUT_MS, connectionTimeout: CONNECT_TIMEOUT_MS },
+  };
+}
+
+interface S3ErrorShape {
+  name?: string;
+  $metadata?: { httpStatusCode?: number };
+}
+
+class S3Backend implements ObjectBackend {
+  readonly hints: ObjectStoreHints;
+  readonly #settings: S3StateSettings;
+  readonly #config: S3ClientConfig;
+  #client: S3Client | undefined;
+
+  constructor(settings: S3StateSettings, overrides: Partial<S3ClientConfig> = {}) {
+    this.#settings = settings;
+    this.#config = { ...s3ClientConfig(settings), ...overrides };
+    const location = `s3://${settings.bucket}/${settings.key}`;
+    const endpointFlag = settings.endpoint_url ? ` --endpoint-url ${settings.endpoint_url}` : "";
+    this.hints = {
+      location,
+      configKey: "state.s3.key",
+      noun: "key",
+      removeCommand: `aws s3 rm ${location}${endpointFlag}`,
+      permissions:
+        "s3:GetObject, s3:PutObject and s3:ListBucket (without ListBucket a missing object reads as 403, not 404)",
+    };
+  }
+
+  #s3(): S3Client {
+    this.#client ??= new S3Client(this.#config);
+    return this.#client;
+  }
+
+  async get(signal: AbortSignal): Promise<StoredObject | undefined> {
+    try {
+      const resp = await this.#s3().send(
+        new GetObjectCommand({ Bucket: this.#settings.bucket, Key: this.#settings.key }),
+        { abortSignal: signal },
+      );
+      // The body is read here, inside the retried unit: a stream that dies mid-transfer re-issues the GET.
+      const bytes = resp.Body ? await resp.Body.transformToByteArray() : new Uint8Array();
+      if (resp.ETag === undefined) throw new Error(`GetObject on ${this.hints.location} returned no ETag`);
+      return { bytes, token: resp.ETag };
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async put(bytes: Uint8Array, precondition: Precondition, signal: AbortSignal): Promise<string | undefined> {
+    const input: PutObjectCommandInput = {
+      Bucket: this.#settings.bucket,
+      Key: this.#settings.key,
+      Body: bytes,
+      ContentType: "application/json",
+      ...(precondition.kind === "create" ? { IfNoneMatch: "*" } : { IfMatch: precondition.token }),
+    };
+    const resp = await this.#s3().send(new PutObjectCommand(input), { abortSignal: signal });
+    return resp.ETag;
+  }
+
+  classify(err: unknown): ErrorClass {
+    const { name, $metadata } = err as S3ErrorShape;
+    const status = $metadata?.httpStatusCode;
+    // A conditional PUT whose If-Match names a key that no longer exists gets 404 NoSuchKey: the object
+    // moved away from the version we hold, exactly like a 412. (GET handles NoSuchKey before this.)
+    if (status === 412 || name === "PreconditionFailed" || name === "NoSuchKey") return "precondition-failed";
+    if (name === "ConditionalRequestConflict" || name === "OperationAborted") return "concurrent-conflict";
+    if (status === 401 || status === 403) return "access-denied";
+    if (
+      (name !== undefined && TRANSIENT_CODES.has(name)) ||
+      isTransientStatus(status) ||
+      isNetworkError(err)
+    ) {
+      return "transient";
+    }
+    return "other";
+  }
+
+  close(): Promise<void> {
+    this.#client?.destroy();
+    this.#client = undefined;
+    return Promise.resolve();
+  }
+}
+
+function isNotFound(err: unknown): boolean {
+  const { name, $metadata } = err as S3ErrorShape;
+  return name === "NoSuchKey" || ($metadata?.httpStatusCode === 404 && name !== "NoSuchBucket");
+}
+
+export class S3CheckpointStore extends ObjectCheckpointStore {
+  constructor(settings: S3StateSettings, opts: S3StoreOptions = {}) {
+    super(new S3Backend(settings, opts.clientConfig), opts);
+  }
+}

@@ -1,0 +1,62 @@
+// What counts as a blip worth retrying, for both object stores: throttling and server statuses, and
+// every way a socket can fail before, during or after a request (including a body that dies mid-transfer).
+
+/** S3 error codes that mean "try again" (spec C §1.7), plus the throttling names other SDKs use. */
+export const TRANSIENT_CODES: ReadonlySet<string> = new Set([
+  "SlowDown",
+  "InternalError",
+  "InternalFailure",
+  "ServiceUnavailable",
+  "RequestTimeout",
+  "RequestTimeTooSkewed",
+  "Throttling",
+  "ThrottlingException",
+  "RequestLimitExceeded",
+  "TooManyRequests",
+  "TooManyRequestsException",
+]);
+
+export function isTransientStatus(status: number | undefined): boolean {
+  return status !== undefined && (status === 408 || status === 429 || status >= 500);
+}
+
+const NETWORK_CODES: ReadonlySet<string> = new Set([
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "ECONNABORTED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EAI_AGAIN",
+  "ENETUNREACH",
+  "ENETDOWN",
+  "EHOSTUNREACH",
+  "ERR_STREAM_PREMATURE_CLOSE",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
+]);
+
+// Node and fetch libraries sometimes report a dead socket only in words.
+const NETWORK_MESSAGES =
+  /socket hang up|premature close|other side closed|aborted|socket timeout|network timeout|timed out|terminated/i;
+
+/**
+ * True for a failure of the connection itself, looking through `cause` chains (fetch wraps the socket
+ * error). Cancellation (AbortError) is never a network failure: it must stop the retry loop.
+ */
+export function isNetworkError(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e.name === "AbortError") return false;
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && NETWORK_CODES.has(code)) return true;
+    if (e.name === "TimeoutError") return true;
+    if (
+      NETWORK_MESSAGES.test(e.message) &&
+      (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === undefined
+    ) {
+      return true;
+    }
+  }
+  return false;
+}

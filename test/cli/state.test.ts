@@ -1,0 +1,137 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { cli } from "../support/cli.ts";
+import { tempDir, writeFile } from "../support/tmp.ts";
+import { S3Emulator } from "../support/s3-emulator.ts";
+
+const BASE =
+  "salesforce: {client_id: a, username: u, private_key: k}\nsink: {loki: {url: 'http://127.0.0.1:1/push'}}\n";
+
+function fileConfig(dir: string, extra = ""): { config: string; state: string } {
+  const state = join(dir, "state.json");
+  return { state, config: writeFile(dir, "c.yaml", `${BASE}state: {file: {path: ${state}}}\n${extra}`) };
+}
+
+test("set, show, delete, export and import round-trip through the file store", async () => {
+  const dir = tempDir();
+  const { config, state } = fileConfig(dir);
+  assert.equal(
+    (await cli(["state", "set", "pubsub:/event/LoginEventStream", "AAAAAAAAAAE=", "--config", config])).code,
+    0,
+  );
+  assert.equal(
+    (
+      await cli([
+        "state",
+        "set",
+        "--config",
+        config,
+        "apexlog",
+        '{"ids":[],"last_ts":"2026-01-01T00:00:00Z"}',
+      ])
+    ).code,
+    0,
+  );
+  // A value starting with "-" goes after "--".
+  assert.equal((await cli(["--config", config, "state", "set", "eventlogfile:Login", "--", "-1"])).code, 0);
+
+  const show = await cli(["state", "show", "--config", config]);
+  assert.equal(show.code, 0);
+  assert.equal(
+    show.stdout,
+    'apexlog\t{"ids":[],"last_ts":"2026-01-01T00:00:00Z"}\neventlogfile:Login\t-1\npubsub:/event/LoginEventStream\tAAAAAAAAAAE=\n\n3 checkpoint(s)\n',
+  );
+  const glob = await cli(["state", "show", "--key", "pubsub:*", "--config", config]);
+  assert.match(glob.stdout, /\n1 checkpoint\(s\) matching 'pubsub:\*'\n$/);
+  assert.equal(
+    (await cli(["state", "show", "--key", "nope*", "--config", config])).stdout,
+    "(no checkpoints match)\n",
+  );
+
+  const exported = join(dir, "export.json");
+  assert.equal((await cli(["state", "export", "--output", exported, "--config", config])).code, 0);
+  const doc = JSON.parse(readFileSync(exported, "utf8")) as Record<string, string>;
+  assert.deepEqual(Object.keys(doc), ["apexlog", "eventlogfile:Login", "pubsub:/event/LoginEventStream"]);
+
+  const del = await cli(["state", "delete", "apexlog", "--config", config]);
+  assert.match(del.stdout, /deleted apexlog \(its source restarts from preset\/lookback/);
+  assert.equal(
+    (await cli(["state", "delete", "apexlog", "--config", config])).code,
+    0,
+    "deleting a missing key is fine",
+  );
+
+  writeFile(dir, "extra.json", JSON.stringify({ "eventlog_objects:LoginEvent": "x" }));
+  assert.equal((await cli(["state", "import", join(dir, "extra.json"), "--config", config])).code, 0);
+  assert.deepEqual(Object.keys(JSON.parse(readFileSync(state, "utf8")) as object).sort(), [
+    "eventlog_objects:LoginEvent",
+    "eventlogfile:Login",
+    "pubsub:/event/LoginEventStream",
+  ]);
+  assert.equal((await cli(["state", "import", exported, "--replace", "--config", config])).code, 0);
+  assert.deepEqual(JSON.parse(readFileSync(state, "utf8")), doc);
+});
+
+test("reserved key, bare verb and HA refusals", async () => {
+  const dir = tempDir();
+  const { config } = fileConfig(dir);
+  const reserved = await cli(["state", "set", "__fence_epoch__", "3", "--config", config]);
+  assert.equal(reserved.code, 1);
+  assert.match(reserved.stderr, /'__fence_epoch__' is a reserved internal key; refusing to set it/);
+  assert.equal((await cli(["state", "--config", config])).code, 2);
+
+  const ha = fileConfig(
+    tempDir(),
+    "coordinate: {type: file_lease, file_lease: {path: /tmp/x.lease}}\n",
+  ).config;
+  const refused = await cli(["state", "delete", "apexlog", "--config", ha]);
+  assert.equal(refused.code, 1);
+  assert.match(
+    refused.stderr,
+    /refusing to delete checkpoints while coordinate\.type is 'file_lease'.*--force/,
+  );
+  assert.equal((await cli(["state", "delete", "apexlog", "--force", "--config", ha])).code, 0);
+});
+
+test("a lock held by another process: exit 1 naming the holder and what to do", async (t) => {
+  const dir = tempDir();
+  const { config, state } = fileConfig(dir);
+  const holder = fileURLToPath(new URL("../state/fixtures/hold-file-lock.ts", import.meta.url));
+  const child = spawn(process.execPath, [holder, state], { stdio: ["pipe", "pipe", "inherit"] });
+  t.after(() => child.kill("SIGKILL"));
+  await once(child.stdout, "data");
+  const r = await cli(["state", "show", "--config", config]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, new RegExp(`pid ${child.pid}`));
+  assert.match(r.stderr, /stop the running daemon first, or pass --force/);
+  assert.doesNotMatch(r.stderr, /\n\s+at /);
+  assert.equal((await cli(["state", "show", "--force", "--config", config])).code, 0);
+});
+
+test("a corrupt S3 object: exit 1 naming the object and the recovery, no stack", async (t) => {
+  const s3 = new S3Emulator();
+  await s3.start();
+  t.after(() => s3.close());
+  s3.putObject("state-bucket", "sf2loki/state.json", '{"pubsub:/event/X": "AAA');
+  const dir = tempDir();
+  const config = writeFile(
+    dir,
+    "s3.yaml",
+    `${BASE}state: {store: s3, s3: {bucket: state-bucket, region: us-east-1, endpoint_url: "${s3.url}"}}\n`,
+  );
+  const saved = { ...process.env };
+  Object.assign(process.env, { AWS_ACCESS_KEY_ID: "test", AWS_SECRET_ACCESS_KEY: "test" });
+  t.after(() => {
+    process.env = saved;
+  });
+  const r = await cli(["state", "show", "--config", config]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /s3:\/\/state-bucket\/sf2loki\/state\.json is corrupt/);
+  assert.match(r.stderr, /restore an earlier version|remove it/);
+  assert.doesNotMatch(r.stderr, /\n\s+at /);
+});
