@@ -58,10 +58,11 @@ const state = z
 
 export const stateField = section(state, "Checkpoint storage.");
 
-const leaseTiming = (ttlKey: "ttl" | "lease_duration") => ({
-  [ttlKey]: duration("30s", "A lease not renewed for this long may be taken over."),
-  renew_interval: duration("10s", "How often the leader renews (2 × renew_interval must be below the ttl)."),
-});
+const ttl = duration("30s", "A lease not renewed for this long may be taken over.");
+const renewInterval = duration(
+  "10s",
+  "How often the leader renews (2 × renew_interval must be below the ttl).",
+);
 
 function renewCheck(ttlKey: string) {
   return (l: Record<string, unknown>, ctx: z.RefinementCtx) => {
@@ -88,7 +89,8 @@ const coordinate = z.strictObject({
     z
       .strictObject({
         path: str("/var/lib/sf2loki/leader.lease", "Lease file on storage every replica shares."),
-        ...leaseTiming("ttl"),
+        ttl,
+        renew_interval: renewInterval,
         holder_id: holderId,
       })
       .superRefine(renewCheck("ttl")),
@@ -100,7 +102,8 @@ const coordinate = z.strictObject({
         namespace: str("default", "Namespace of the Lease."),
         name: str("sf2loki-leader", "Name of the coordination.k8s.io/v1 Lease."),
         identity: str("", "This replica's identity; empty means $HOSTNAME, then <hostname>-<pid>."),
-        ...leaseTiming("lease_duration"),
+        lease_duration: ttl,
+        renew_interval: renewInterval,
         kubeconfig: optStr("Kubeconfig path; null uses the in-cluster service account."),
       })
       .superRefine(renewCheck("lease_duration")),
@@ -111,7 +114,8 @@ const coordinate = z.strictObject({
       .strictObject({
         ...s3Location,
         key: str("sf2loki/leader.lease", "Object key of the lease."),
-        ...leaseTiming("ttl"),
+        ttl,
+        renew_interval: renewInterval,
         holder_id: holderId,
       })
       .superRefine(renewCheck("ttl")),
@@ -122,7 +126,8 @@ const coordinate = z.strictObject({
       .strictObject({
         ...gcsLocation,
         object_name: str("sf2loki/leader.lease", "Object name of the lease."),
-        ...leaseTiming("ttl"),
+        ttl,
+        renew_interval: renewInterval,
         holder_id: holderId,
       })
       .superRefine(renewCheck("ttl")),

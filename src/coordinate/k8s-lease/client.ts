@@ -1,0 +1,123 @@
+// Builds the LeaseApi adapter on @kubernetes/client-node. Loaded only when a k8s_lease coordinator runs.
+import {
+  CoordinationV1Api,
+  KubeConfig,
+  Observable,
+  V1Lease,
+  V1LeaseSpec,
+  V1MicroTime,
+  V1ObjectMeta,
+  type ConfigurationOptions,
+  type ObservableMiddleware,
+} from "@kubernetes/client-node";
+import { ConfigError, describeError } from "../../errors.ts";
+import type { LeaseApi, LeaseObject } from "./api.ts";
+
+export function leaseApiFor(kc: KubeConfig, namespace: string, name: string): LeaseApi {
+  const api = kc.makeApiClient(CoordinationV1Api);
+  return {
+    read: async (signal) => fromV1(await api.readNamespacedLease({ name, namespace }, withSignal(signal))),
+    create: async (body, signal) =>
+      fromV1(await api.createNamespacedLease({ namespace, body: toV1(body) }, withSignal(signal))),
+    replace: async (body, signal) =>
+      fromV1(await api.replaceNamespacedLease({ name, namespace, body: toV1(body) }, withSignal(signal))),
+  };
+}
+
+function toV1(lease: LeaseObject): V1Lease {
+  const out = new V1Lease();
+  out.apiVersion = "coordination.k8s.io/v1";
+  out.kind = "Lease";
+  out.metadata = Object.assign(new V1ObjectMeta(), lease.metadata);
+  const { renewTime, acquireTime, ...rest } = lease.spec;
+  const spec = Object.assign(new V1LeaseSpec(), withoutNulls(rest));
+  if (renewTime) spec.renewTime = new V1MicroTime(renewTime);
+  if (acquireTime) spec.acquireTime = new V1MicroTime(acquireTime);
+  out.spec = spec;
+  return out;
+}
+
+function fromV1(lease: V1Lease): LeaseObject {
+  const m = lease.metadata;
+  const s = lease.spec;
+  return {
+    metadata: {
+      ...(m?.name !== undefined && { name: m.name }),
+      ...(m?.namespace !== undefined && { namespace: m.namespace }),
+      ...(m?.resourceVersion !== undefined && { resourceVersion: m.resourceVersion }),
+      ...(m?.labels !== undefined && { labels: m.labels }),
+      ...(m?.annotations !== undefined && { annotations: m.annotations }),
+    },
+    spec: {
+      holderIdentity: s?.holderIdentity ?? null,
+      leaseDurationSeconds: s?.leaseDurationSeconds ?? null,
+      leaseTransitions: s?.leaseTransitions ?? null,
+      renewTime: timeText(s?.renewTime),
+      acquireTime: timeText(s?.acquireTime),
+      preferredHolder: s?.preferredHolder ?? null,
+      strategy: s?.strategy ?? null,
+    },
+  };
+}
+
+/** The client types MicroTime as a Date but hands back the wire string; accept either. */
+function timeText(value: unknown): string | null {
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
+  return typeof value === "string" ? value : null;
+}
+
+function withoutNulls<T extends object>(obj: T): { [K in keyof T]: Exclude<T[K], null> } {
+  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== null)) as {
+    [K in keyof T]: Exclude<T[K], null>;
+  };
+}
+
+/** Per-call options that hand our AbortSignal to the client's fetch, so a hung call can be abandoned. */
+function withSignal(signal: AbortSignal): ConfigurationOptions {
+  const middleware: ObservableMiddleware = {
+    pre: (ctx) => {
+      ctx.setSignal(signal);
+      return new Observable(Promise.resolve(ctx));
+    },
+    post: (ctx) => new Observable(Promise.resolve(ctx)),
+  };
+  return { middleware: [middleware], middlewareMergeStrategy: "append" };
+}
+
+export interface K8sConnectSettings {
+  namespace: string;
+  name: string;
+  kubeconfig?: string | null;
+}
+
+/** In-cluster service-account config when `kubeconfig` is null, else that kubeconfig file. */
+export function connectLeaseApi(
+  settings: K8sConnectSettings,
+  env: NodeJS.ProcessEnv = process.env,
+): LeaseApi {
+  const kc = new KubeConfig();
+  if (settings.kubeconfig) {
+    try {
+      kc.loadFromFile(settings.kubeconfig);
+    } catch (err) {
+      throw new ConfigError(
+        `cannot load coordinate.k8s_lease.kubeconfig ${settings.kubeconfig}: ${describeError(err)}; ` +
+          `point it at a readable kubeconfig, or set it to null when running inside the cluster`,
+      );
+    }
+  } else {
+    if (!env.KUBERNETES_SERVICE_HOST) {
+      throw new ConfigError(
+        "coordinate.k8s_lease.kubeconfig is null but this process is not in a Kubernetes pod " +
+          "(KUBERNETES_SERVICE_HOST is unset); set kubeconfig to a kubeconfig file for out-of-cluster use",
+      );
+    }
+    kc.loadFromCluster();
+  }
+  if (!kc.getCurrentCluster()) {
+    throw new ConfigError(
+      `the kubeconfig for coordinate.k8s_lease has no current cluster; set its current-context`,
+    );
+  }
+  return leaseApiFor(kc, settings.namespace, settings.name);
+}

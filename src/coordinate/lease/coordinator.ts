@@ -1,0 +1,410 @@
+// One leader-election loop for every lease backend: campaign, hold (renew), fence, release.
+//
+// Timing model (all on this replica's own monotonic clock, never on another host's wall clock):
+// * A standby takes a lease over once it has watched the same version for a whole ttl, or at once when
+//   the lease is released, absent, not a lease document, or carries our own identity.
+// * The leader fences itself `fenceAfterMs = ttl - renewInterval/2` after the start of its last
+//   successful renewal. A standby first sees that renewal only after it was started, so every replica
+//   stops committing at least renewInterval/2 before anyone else can take over, even when partitioned.
+import type { Logger } from "../../obs/logger.ts";
+import { silentLogger } from "../../obs/logger.ts";
+import type { Clock } from "../../util/clock.ts";
+import { systemClock } from "../../util/clock.ts";
+import { fullJitter, retry } from "../../util/retry.ts";
+import type { Coordinator, LeadershipCallbacks } from "../coordinator.ts";
+import { leadershipFenceError } from "../errors.ts";
+import type { LeaseBackend, LeaseRecord, LeaseSnapshot } from "./backend.ts";
+import { deadlineSignal, pause, settledOrAborted, withTimeout } from "./waits.ts";
+
+export interface LeaseCoordinatorOptions {
+  backend: LeaseBackend;
+  identity: string;
+  ttlMs: number;
+  renewIntervalMs: number;
+  clock?: Clock;
+  logger?: Logger;
+  /**
+   * The highest epoch the checkpoint store has persisted (the file store's `__fence_epoch__`), read
+   * fresh at every acquisition so a lost lease cannot restart the epoch below it (#99).
+   */
+  epochFloor?: (signal: AbortSignal) => Promise<number | undefined>;
+  /** Bound on one backend call. Default: renewInterval / 2. */
+  callTimeoutMs?: number;
+}
+
+type ClaimOutcome = "won" | "conflict" | "failed" | "stopped";
+type RenewOutcome = "renewed" | "lost" | "stopped";
+
+const ABSENT = Symbol("absent");
+const UNREADABLE = Symbol("unreadable");
+
+/** The lease now carries another holder or epoch: leadership is gone, retrying cannot help. */
+class LeaseLost extends Error {
+  readonly by: string | undefined;
+  constructor(by: string | undefined) {
+    super(`lease taken over by ${by ?? "nobody (it was deleted)"}`);
+    this.by = by;
+  }
+}
+
+export class LeaseCoordinator implements Coordinator {
+  readonly #backend: LeaseBackend;
+  readonly #identity: string;
+  readonly #ttlMs: number;
+  readonly #renewMs: number;
+  readonly #fenceAfterMs: number;
+  readonly #callTimeoutMs: number;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #epochFloor: LeaseCoordinatorOptions["epochFloor"];
+
+  #running = false;
+  #leader = false;
+  #holder: string | undefined;
+  #epoch = 0;
+  #highestEpochSeen = 0;
+  /** What we hold, and the CAS token of our last write of it. */
+  #held: { record: LeaseRecord; version: string } | undefined;
+  #lastRenewStartMono = Number.NEGATIVE_INFINITY;
+  #observedVersion: string | symbol = UNREADABLE;
+  #observedAtMono = 0;
+
+  constructor(opts: LeaseCoordinatorOptions) {
+    this.#backend = opts.backend;
+    this.#identity = opts.identity;
+    this.#ttlMs = opts.ttlMs;
+    this.#renewMs = opts.renewIntervalMs;
+    this.#fenceAfterMs = opts.ttlMs - opts.renewIntervalMs / 2;
+    this.#callTimeoutMs = opts.callTimeoutMs ?? opts.renewIntervalMs / 2;
+    this.#clock = opts.clock ?? systemClock;
+    this.#log = (opts.logger ?? silentLogger).child({
+      component: "coordinate",
+      coordinator: opts.backend.kind,
+      lease: opts.backend.where,
+      identity: opts.identity,
+    });
+    this.#epochFloor = opts.epochFloor;
+  }
+
+  /** True while we hold the lease and its last renewal is recent enough to commit under it. */
+  get isLeader(): boolean {
+    return this.#leader && !this.#renewOverdue();
+  }
+
+  get holder(): string | undefined {
+    return this.#holder;
+  }
+
+  /** The fence token of the current (or last) term; 0 before the first acquisition. */
+  get epoch(): number {
+    return this.#epoch;
+  }
+
+  get identity(): string {
+    return this.#identity;
+  }
+
+  checkFence(): void {
+    if (!this.#leader) throw leadershipFenceError(this.#identity, this.#backend.where);
+    if (this.#renewOverdue()) {
+      const s = Math.round(this.#fenceAfterMs / 100) / 10;
+      throw leadershipFenceError(
+        this.#identity,
+        this.#backend.where,
+        `not renewed within ${s}s, leadership lost`,
+      );
+    }
+  }
+
+  async run(callbacks: LeadershipCallbacks): Promise<void> {
+    if (this.#running) throw new Error("LeaseCoordinator.run is already running");
+    this.#running = true;
+    const { signal } = callbacks;
+    try {
+      await this.#backend.open?.(signal);
+      while (!signal.aborted) {
+        if (!(await this.#campaign(signal))) break;
+        await this.#lead(callbacks);
+      }
+    } finally {
+      this.#running = false;
+      await this.#backend.close?.();
+    }
+  }
+
+  #renewOverdue(): boolean {
+    return this.#clock.monotonic() - this.#lastRenewStartMono >= this.#fenceAfterMs;
+  }
+
+  /** Bounded backend call. */
+  #call<T>(what: string, signal: AbortSignal, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    return withTimeout(
+      this.#clock,
+      this.#callTimeoutMs,
+      signal,
+      `${what} of lease ${this.#backend.where}`,
+      fn,
+    );
+  }
+
+  // ---- campaign ----------------------------------------------------------------------------------
+
+  /** Loops until we hold the lease (true) or `signal` aborts (false). */
+  async #campaign(signal: AbortSignal): Promise<boolean> {
+    while (!signal.aborted) {
+      const snap = await this.#readForCampaign(signal);
+      let waitMs = this.#renewMs;
+      if (snap !== UNREADABLE && this.#claimable(snap)) {
+        const outcome = await this.#claim(snap, signal);
+        if (outcome === "won") return true;
+        if (outcome === "stopped") return false;
+        // A lost race is settled by the next read; the short pause only keeps a flapping backend polite.
+        if (outcome === "conflict") waitMs = Math.max(this.#backend.confirmDelayMs, this.#renewMs / 10);
+      }
+      if (!(await pause(this.#clock, waitMs, signal))) return false;
+    }
+    return false;
+  }
+
+  async #readForCampaign(signal: AbortSignal): Promise<LeaseSnapshot | undefined | typeof UNREADABLE> {
+    try {
+      const snap = await this.#call("read", signal, (s) => this.#backend.read(s));
+      this.#observe(snap);
+      return snap;
+    } catch (err) {
+      if (!signal.aborted)
+        this.#log.warn({ err }, "cannot read the lease; backing off without contesting it");
+      return UNREADABLE;
+    }
+  }
+
+  #observe(snap: LeaseSnapshot | undefined): void {
+    const version = snap?.version ?? ABSENT;
+    if (version !== this.#observedVersion) {
+      this.#observedVersion = version;
+      this.#observedAtMono = this.#clock.monotonic();
+    }
+    const record = snap?.record;
+    this.#holder = record?.holder ? record.holder : undefined;
+    if (record) this.#highestEpochSeen = Math.max(this.#highestEpochSeen, record.epoch);
+    if (snap && !record) {
+      this.#log.warn(
+        { problem: snap.problem },
+        "the lease holds no valid lease document; treating it as absent",
+      );
+    }
+  }
+
+  #claimable(snap: LeaseSnapshot | undefined): boolean {
+    const record = snap?.record;
+    if (!record) return true;
+    // Our own identity on a live lease is a restart of this replica: take it back at once (new epoch).
+    if (record.holder === "" || record.holder === this.#identity) return true;
+    // A lease that never states its duration or renewal cannot be judged live (#62).
+    if (record.ttlMs === undefined || record.renewedAtMs === undefined) return true;
+    return this.#clock.monotonic() - this.#observedAtMono >= record.ttlMs;
+  }
+
+  async #claim(snap: LeaseSnapshot | undefined, signal: AbortSignal): Promise<ClaimOutcome> {
+    const epoch = await this.#nextEpoch(snap?.record, signal);
+    await this.#rememberEpoch(epoch, signal);
+    const now = this.#clock.now();
+    const record: LeaseRecord = {
+      holder: this.#identity,
+      epoch,
+      ttlMs: this.#ttlMs,
+      renewedAtMs: now,
+      acquiredAtMs: now,
+    };
+    const startedMono = this.#clock.monotonic();
+    let version: string;
+    try {
+      const result = await this.#call("claim", signal, (s) => this.#backend.write(record, snap?.version, s));
+      if (!result.ok) {
+        this.#log.info("lost the lease race; another replica claimed it first");
+        return "conflict";
+      }
+      version = result.version;
+      if (!(await this.#confirmed(version, signal))) {
+        if (signal.aborted) return "stopped";
+        this.#log.info("lost the lease race; another replica's claim landed after ours");
+        return "conflict";
+      }
+    } catch (err) {
+      if (signal.aborted) return "stopped";
+      this.#log.warn({ err }, "could not write the lease; retrying after the renew interval");
+      return "failed";
+    }
+    this.#held = { record, version };
+    this.#epoch = epoch;
+    this.#highestEpochSeen = Math.max(this.#highestEpochSeen, epoch);
+    this.#lastRenewStartMono = startedMono;
+    this.#holder = this.#identity;
+    this.#leader = true;
+    this.#log.info({ holder: this.#identity, epoch }, "acquired lease");
+    return "won";
+  }
+
+  /** max(lease epoch, every floor we know) + 1: a lost or reset lease never restarts the epoch (#99). */
+  async #nextEpoch(record: LeaseRecord | undefined, signal: AbortSignal): Promise<number> {
+    const leaseEpoch = record?.epoch ?? 0;
+    let floor = this.#highestEpochSeen;
+    const sources: [string, ((s: AbortSignal) => Promise<number | undefined>) | undefined][] = [
+      ["lease epoch sidecar", this.#backend.readEpochFloor?.bind(this.#backend)],
+      ["persisted checkpoint epoch", this.#epochFloor],
+    ];
+    for (const [name, read] of sources) {
+      if (!read) continue;
+      try {
+        floor = Math.max(floor, (await this.#call(`read ${name}`, signal, read)) ?? 0);
+      } catch (err) {
+        if (signal.aborted) return leaseEpoch + 1;
+        this.#log.warn({ err, source: name }, "cannot read an epoch floor; electing without it");
+      }
+    }
+    if (floor > leaseEpoch) {
+      this.#log.warn(
+        { leaseEpoch, floor },
+        "the lease's epoch is below one already used (the lease was lost or reset); continuing above it",
+      );
+    }
+    return Math.max(leaseEpoch, floor) + 1;
+  }
+
+  async #rememberEpoch(epoch: number, signal: AbortSignal): Promise<void> {
+    const record = this.#backend.recordEpoch?.bind(this.#backend);
+    if (!record) return;
+    try {
+      await this.#call("record epoch", signal, (s) => record(epoch, s));
+    } catch (err) {
+      if (!signal.aborted) this.#log.warn({ err, epoch }, "cannot record the lease epoch outside the lease");
+    }
+  }
+
+  /** For backends without a real CAS: wait, then check that our write is still the one stored. */
+  async #confirmed(version: string, signal: AbortSignal): Promise<boolean> {
+    if (this.#backend.confirmDelayMs <= 0) return true;
+    if (!(await pause(this.#clock, this.#backend.confirmDelayMs, signal))) return false;
+    const snap = await this.#call("confirm", signal, (s) => this.#backend.read(s));
+    return snap?.version === version;
+  }
+
+  // ---- leading -------------------------------------------------------------------------------------
+
+  /**
+   * One term. Renewal runs alongside the callbacks from the moment we win. On a loss, isLeader turns
+   * false before onLose; on a stop we keep renewing (and stay leader) until onLose has drained, so the
+   * last checkpoints still commit, and then release the lease so a standby takes over at once.
+   */
+  async #lead(callbacks: LeadershipCallbacks): Promise<void> {
+    const term = new AbortController();
+    const holding = this.#hold(term.signal);
+    try {
+      await callbacks.onAcquire();
+      await settledOrAborted(holding, callbacks.signal);
+    } finally {
+      try {
+        await callbacks.onLose();
+      } finally {
+        term.abort();
+        await holding;
+        if (this.#leader) {
+          this.#leader = false;
+          await this.#release();
+        }
+      }
+    }
+  }
+
+  async #hold(term: AbortSignal): Promise<void> {
+    while (await pause(this.#clock, this.#renewMs, term)) {
+      const outcome = await this.#renew(term);
+      if (outcome === "stopped") return;
+      if (outcome === "lost") {
+        this.#leader = false;
+        return;
+      }
+    }
+  }
+
+  /** Renews with retries until it succeeds, the lease is taken, or the fence deadline passes. */
+  async #renew(term: AbortSignal): Promise<RenewOutcome> {
+    const remaining = this.#lastRenewStartMono + this.#fenceAfterMs - this.#clock.monotonic();
+    const deadline = deadlineSignal(this.#clock, remaining, term, () => new Error("fence deadline"));
+    try {
+      await retry(() => this.#renewAttempt(deadline.signal), {
+        policy: {
+          maxAttempts: Number.MAX_SAFE_INTEGER,
+          backoffMs: fullJitter(this.#renewMs / 10, this.#renewMs / 2),
+        },
+        clock: this.#clock,
+        isTransient: (err) => !(err instanceof LeaseLost),
+        signal: deadline.signal,
+        onRetry: (err, attempt) => {
+          this.#log.warn({ err, attempt }, "lease renewal failed; retrying before the fence deadline");
+        },
+      });
+      return "renewed";
+    } catch (err) {
+      if (term.aborted) return "stopped";
+      if (err instanceof LeaseLost) {
+        this.#holder = err.by;
+        this.#log.warn({ holder: err.by }, "lease taken over by another replica; standing by");
+      } else {
+        this.#log.warn(
+          { err, fenceAfterMs: this.#fenceAfterMs },
+          "lease not renewed in time; fencing this replica and standing by",
+        );
+      }
+      return "lost";
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  async #renewAttempt(signal: AbortSignal): Promise<void> {
+    const held = this.#held!;
+    const record: LeaseRecord = { ...held.record, renewedAtMs: this.#clock.now() };
+    const startedMono = this.#clock.monotonic();
+    const result = await this.#call("renew", signal, (s) => this.#backend.write(record, held.version, s));
+    if (result.ok) {
+      if (!(await this.#confirmed(result.version, signal))) {
+        throw new Error("our renewal was not the write stored afterwards");
+      }
+      this.#held = { record, version: result.version };
+      this.#lastRenewStartMono = startedMono;
+      return;
+    }
+    // The version moved. If the stored lease is still ours (same holder, same epoch), an earlier write of
+    // ours landed without its answer reaching us: adopt its version and try again. Anything else is a loss.
+    const snap = await this.#call("read", signal, (s) => this.#backend.read(s));
+    this.#observe(snap);
+    const stored = snap?.record;
+    if (snap && stored?.holder === this.#identity && stored.epoch === this.#epoch) {
+      this.#held = { record: held.record, version: snap.version };
+      throw new Error("lease version moved under our own identity; adopting it");
+    }
+    throw new LeaseLost(stored?.holder || undefined);
+  }
+
+  /** Writes the lease as unheld (epoch kept) so a standby takes over without waiting a ttl. */
+  async #release(): Promise<void> {
+    const held = this.#held;
+    if (!held) return;
+    const record: LeaseRecord = { ...held.record, holder: "", renewedAtMs: this.#clock.now() };
+    try {
+      const result = await this.#call("release", new AbortController().signal, (s) =>
+        this.#backend.write(record, held.version, s),
+      );
+      if (result.ok) {
+        this.#holder = undefined;
+        this.#log.info({ holder: this.#identity, epoch: this.#epoch }, "released lease");
+      } else {
+        this.#log.warn("lease changed hands before it could be released");
+      }
+    } catch (err) {
+      this.#log.warn({ err }, "could not release the lease; a standby takes over once it expires");
+    }
+    this.#held = undefined;
+  }
+}
