@@ -1,0 +1,143 @@
+// Decodes Loki push bodies, both encodings, with a real protobuf decoder (protobufjs loading
+// proto/loki_push.proto) so the sink's hand-written encoder is checked by independent code.
+import { fileURLToPath } from "node:url";
+import { gunzipSync } from "node:zlib";
+import protobuf from "protobufjs";
+import snappy from "snappy";
+
+export interface DecodedEntry {
+  timestampNs: bigint;
+  line: string;
+  metadata: Record<string, string>;
+}
+
+export interface DecodedStream {
+  /** Protobuf carries the selector text; JSON carries a label object. */
+  labels: string | Record<string, string>;
+  entries: DecodedEntry[];
+}
+
+/** The client sent something that is not a well-formed push request. */
+export class BodyDecodeError extends Error {
+  readonly status: number;
+  constructor(message: string, status = 400) {
+    super(message);
+    this.status = status;
+  }
+}
+
+let pushRequestType: protobuf.Type | undefined;
+
+function pushRequest(): protobuf.Type {
+  pushRequestType ??= protobuf
+    .loadSync(fileURLToPath(new URL("../../proto/loki_push.proto", import.meta.url)))
+    .lookupType("logproto.PushRequest");
+  return pushRequestType;
+}
+
+interface ProtoPush {
+  streams?: {
+    labels?: string;
+    entries?: {
+      timestamp?: { seconds?: string; nanos?: number };
+      line?: string;
+      structuredMetadata?: { name?: string; value?: string }[];
+    }[];
+  }[];
+}
+
+function decodeProtobuf(raw: Buffer): DecodedStream[] {
+  let message: ProtoPush;
+  try {
+    const type = pushRequest();
+    message = type.toObject(type.decode(raw), { longs: String, defaults: true });
+  } catch (err) {
+    throw new BodyDecodeError(`protobuf decode error: ${(err as Error).message}`);
+  }
+  return (message.streams ?? []).map((s) => ({
+    labels: s.labels ?? "",
+    entries: (s.entries ?? []).map((e) => ({
+      timestampNs: BigInt(e.timestamp?.seconds ?? "0") * 1_000_000_000n + BigInt(e.timestamp?.nanos ?? 0),
+      line: e.line ?? "",
+      metadata: Object.fromEntries((e.structuredMetadata ?? []).map((p) => [p.name ?? "", p.value ?? ""])),
+    })),
+  }));
+}
+
+function isStringMap(v: unknown): v is Record<string, string> {
+  return (
+    typeof v === "object" &&
+    v !== null &&
+    !Array.isArray(v) &&
+    Object.values(v).every((x) => typeof x === "string")
+  );
+}
+
+function decodeJson(raw: Buffer): DecodedStream[] {
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString("utf8"));
+  } catch (err) {
+    throw new BodyDecodeError(`JSON parse error: ${(err as Error).message}`);
+  }
+  const streams = (body as { streams?: unknown }).streams;
+  if (!Array.isArray(streams)) throw new BodyDecodeError('JSON body has no "streams" array');
+  return streams.map((s: { stream?: unknown; values?: unknown }, si) => {
+    if (!isStringMap(s.stream)) throw new BodyDecodeError(`streams[${si}].stream is not a string map`);
+    if (!Array.isArray(s.values)) throw new BodyDecodeError(`streams[${si}].values is not an array`);
+    const entries = s.values.map((v: unknown, vi): DecodedEntry => {
+      const where = `streams[${si}].values[${vi}]`;
+      if (!Array.isArray(v) || v.length < 2 || v.length > 3)
+        throw new BodyDecodeError(`${where} is not [ts, line, meta?]`);
+      const [ts, line, meta] = v as unknown[];
+      if (typeof ts !== "string" || !/^\d+$/.test(ts))
+        throw new BodyDecodeError(`${where} timestamp is not a ns string`);
+      if (typeof line !== "string") throw new BodyDecodeError(`${where} line is not a string`);
+      if (meta !== undefined && !isStringMap(meta))
+        throw new BodyDecodeError(`${where} metadata is not a string map`);
+      return { timestampNs: BigInt(ts), line, metadata: meta ?? {} };
+    });
+    return { labels: s.stream, entries };
+  });
+}
+
+/** Body → streams; gzip Content-Encoding is undone first, protobuf is always raw-snappy (as Loki). */
+export function decodePushBody(
+  body: Buffer,
+  contentType: string | undefined,
+  contentEncoding: string | undefined,
+  maxBytes: number,
+): DecodedStream[] {
+  let raw = body;
+  const encoding = (contentEncoding ?? "").trim().toLowerCase();
+  if (encoding === "gzip") {
+    try {
+      raw = gunzipSync(body, { maxOutputLength: maxBytes + 1 });
+    } catch (err) {
+      if ((err as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") throw tooLarge(maxBytes);
+      throw new BodyDecodeError(`gzip decode error: ${(err as Error).message}`);
+    }
+  } else if (encoding !== "" && encoding !== "identity" && encoding !== "snappy") {
+    throw new BodyDecodeError(`unsupported Content-Encoding ${encoding}`, 415);
+  }
+  const type = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
+  if (type === "application/json") {
+    if (raw.length > maxBytes) throw tooLarge(maxBytes);
+    return decodeJson(raw);
+  }
+  if (type === "application/x-protobuf") {
+    let plain: Buffer;
+    try {
+      plain = snappy.uncompressSync(raw, { asBuffer: true }) as Buffer;
+    } catch (err) {
+      throw new BodyDecodeError(`snappy decode error: ${(err as Error).message}`);
+    }
+    if (plain.length > maxBytes) throw tooLarge(maxBytes);
+    return decodeProtobuf(plain);
+  }
+  throw new BodyDecodeError(`unsupported Content-Type ${JSON.stringify(contentType ?? "")}`, 415);
+}
+
+function tooLarge(maxBytes: number): BodyDecodeError {
+  return new BodyDecodeError(`request body too large: decompressed size exceeds ${maxBytes} bytes`, 413);
+}

@@ -1,0 +1,105 @@
+// What the simulated Loki accepted, queryable by label set, with Loki's dedup notion:
+// an entry is a duplicate when stream + timestamp + line were already accepted.
+import { canonicalLabels } from "./loki-labels.ts";
+
+export type LabelMap = Record<string, string>;
+
+export interface AcceptedEntry {
+  readonly labels: LabelMap;
+  readonly timestampNs: bigint;
+  readonly line: string;
+  readonly metadata: LabelMap;
+  /** True when Loki would have collapsed it into an earlier identical entry. */
+  readonly duplicate: boolean;
+}
+
+export interface StreamSummary {
+  readonly labels: LabelMap;
+  readonly entries: number;
+}
+
+interface StoredStream {
+  labels: LabelMap;
+  entries: number;
+  maxTs: bigint;
+}
+
+function matches(labels: LabelMap, matcher: LabelMap | undefined): boolean {
+  if (!matcher) return true;
+  for (const k of Object.keys(matcher)) if (labels[k] !== matcher[k]) return false;
+  return true;
+}
+
+export class AcceptedStore {
+  readonly #streams = new Map<string, StoredStream>();
+  readonly #seen = new Set<string>();
+  readonly #all: AcceptedEntry[] = [];
+  unique = 0;
+  duplicates = 0;
+
+  get accepted(): number {
+    return this.#all.length;
+  }
+
+  /** Newest timestamp accepted so far on the stream (for the out-of-order window). */
+  maxTimestamp(labels: LabelMap): bigint | undefined {
+    return this.#streams.get(canonicalLabels(labels))?.maxTs;
+  }
+
+  add(labels: LabelMap, timestampNs: bigint, line: string, metadata: LabelMap): AcceptedEntry {
+    const key = canonicalLabels(labels);
+    let stream = this.#streams.get(key);
+    if (!stream) {
+      stream = { labels, entries: 0, maxTs: timestampNs };
+      this.#streams.set(key, stream);
+    }
+    stream.entries++;
+    if (timestampNs > stream.maxTs) stream.maxTs = timestampNs;
+    const identity = `${key}\u0000${timestampNs}\u0000${line}`;
+    const duplicate = this.#seen.has(identity);
+    if (duplicate) this.duplicates++;
+    else {
+      this.#seen.add(identity);
+      this.unique++;
+    }
+    const entry: AcceptedEntry = { labels, timestampNs, line, metadata, duplicate };
+    this.#all.push(entry);
+    return entry;
+  }
+
+  /** Every accepted entry in arrival order (duplicates included, flagged) whose labels include `matcher`. */
+  entries(matcher?: LabelMap): AcceptedEntry[] {
+    return this.#all.filter((e) => matches(e.labels, matcher));
+  }
+
+  /** Lines Loki would return for the matcher: unique entries only, arrival order. */
+  lines(matcher?: LabelMap): string[] {
+    return this.#all.filter((e) => !e.duplicate && matches(e.labels, matcher)).map((e) => e.line);
+  }
+
+  /**
+   * How many times each key (say an event id parsed from the line) arrived, duplicates included:
+   * 1 everywhere means exactly-once, >1 shows redelivery, a missing key shows loss.
+   */
+  countBy(key: (line: string, entry: AcceptedEntry) => string, matcher?: LabelMap): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const e of this.#all) {
+      if (!matches(e.labels, matcher)) continue;
+      const k = key(e.line, e);
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+    }
+    return counts;
+  }
+
+  streams(): StreamSummary[] {
+    return [...this.#streams.values()].map((s) => ({ labels: s.labels, entries: s.entries }));
+  }
+
+  clear(): void {
+    this.#streams.clear();
+    this.#seen.clear();
+    this.#all.length = 0;
+    this.unique = 0;
+    this.duplicates = 0;
+  }
+}

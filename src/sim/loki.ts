@@ -1,0 +1,214 @@
+// A simulated Loki on loopback: the push endpoint with both encodings, Loki-like validation, an
+// in-memory record of what it accepted, and faults on demand. Used by tests, `sf2loki demo`/`sim`
+// and the benchmarks.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { setTimeout as delay } from "node:timers/promises";
+import { BodyDecodeError, decodePushBody } from "./loki-decode.ts";
+import { LokiFaults } from "./loki-faults.ts";
+import { ingest } from "./loki-ingest.ts";
+import { AcceptedStore, type AcceptedEntry, type LabelMap, type StreamSummary } from "./loki-store.ts";
+
+export type { AcceptedEntry, LabelMap, StreamSummary };
+export { LokiFaults };
+
+export const PUSH_PATH = "/loki/api/v1/push";
+
+export interface LokiReceiverOptions {
+  host?: string;
+  port?: number;
+  /** Decompressed push body limit (Loki's max receive message size); above it → 413. */
+  maxBodyBytes?: number;
+  /** Loki's `max_line_size`; a longer line → 400 naming the entry. */
+  maxLineBytes?: number;
+  /** Per-stream out-of-order window; off by default, like current Loki. */
+  outOfOrderWindowMs?: number;
+  /** Waits used for latency injection; real timers by default (benchmarks want real latency). */
+  sleep?: (ms: number) => Promise<void>;
+  /** How many request records `requests` keeps (oldest dropped). */
+  keepRequests?: number;
+}
+
+export interface PushRecord {
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly bodyBytes: number;
+  readonly status: number;
+  readonly accepted: number;
+  readonly rejected: number;
+}
+
+export interface ReceiverCounts {
+  requests: number;
+  connections: number;
+  /** Entries accepted, duplicates included. */
+  accepted: number;
+  /** Distinct stream + timestamp + line. */
+  unique: number;
+  duplicates: number;
+  /** Entries refused by validation or poison rules (forced failures refuse requests, not entries). */
+  rejected: number;
+  /** Requests answered with a forced failure. */
+  forcedFailures: number;
+}
+
+export interface LokiReceiver {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  /** `<url>/loki/api/v1/push` */
+  readonly pushUrl: string;
+  readonly faults: LokiFaults;
+  readonly counts: ReceiverCounts;
+  /** Recent push requests, oldest first. */
+  readonly requests: readonly PushRecord[];
+  entries(matcher?: LabelMap): AcceptedEntry[];
+  lines(matcher?: LabelMap): string[];
+  countBy(key: (line: string, entry: AcceptedEntry) => string, matcher?: LabelMap): Map<string, number>;
+  streams(): StreamSummary[];
+  /** Forgets accepted data, counts, records and faults (connections stay open). */
+  reset(): void;
+  stop(): Promise<void>;
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+function send(
+  res: ServerResponse,
+  status: number,
+  body = "",
+  headers: Record<string, string> = {},
+  contentType = "text/plain; charset=utf-8",
+): void {
+  if (res.destroyed) return;
+  res.writeHead(status, body === "" ? headers : { "content-type": contentType, ...headers });
+  res.end(body);
+}
+
+export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise<LokiReceiver> {
+  const maxBodyBytes = opts.maxBodyBytes ?? 64 * 1024 * 1024;
+  const maxLineBytes = opts.maxLineBytes ?? 262_144;
+  const sleep = opts.sleep ?? ((ms: number) => delay(ms));
+  const keepRequests = opts.keepRequests ?? 1000;
+  const store = new AcceptedStore();
+  const faults = new LokiFaults();
+  const requests: PushRecord[] = [];
+  const counts = { requests: 0, connections: 0, rejected: 0, forcedFailures: 0 };
+
+  const record = (r: PushRecord): void => {
+    requests.push(r);
+    if (requests.length > keepRequests) requests.shift();
+  };
+
+  async function handlePush(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readBody(req);
+    counts.requests++;
+    await faults.waitWhileStalled();
+    const base = { headers: { ...req.headers }, bodyBytes: body.length };
+    const forced = faults.takeForcedFailure();
+    if (forced) {
+      counts.forcedFailures++;
+      record({ ...base, status: forced.status, accepted: 0, rejected: 0 });
+      const headers: Record<string, string> =
+        forced.retryAfter === undefined ? {} : { "retry-after": forced.retryAfter };
+      send(res, forced.status, forced.body ?? `injected failure ${forced.status}`, headers);
+      return;
+    }
+    let result;
+    try {
+      const streams = decodePushBody(
+        body,
+        req.headers["content-type"],
+        req.headers["content-encoding"],
+        maxBodyBytes,
+      );
+      result = ingest(streams, store, {
+        maxLineBytes,
+        outOfOrderWindowMs: opts.outOfOrderWindowMs,
+        poison: faults.poison,
+      });
+    } catch (err) {
+      if (!(err instanceof BodyDecodeError)) throw err;
+      record({ ...base, status: err.status, accepted: 0, rejected: 0 });
+      send(res, err.status, err.message);
+      return;
+    }
+    counts.rejected += result.rejected;
+    record({ ...base, status: result.status, accepted: result.accepted, rejected: result.rejected });
+    send(res, result.status, result.errors.slice(0, 10).join("\n"));
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (faults.latencyMs > 0) await sleep(faults.latencyMs);
+    const path = (req.url ?? "/").split("?")[0];
+    if (path === PUSH_PATH && req.method === "POST") {
+      await handlePush(req, res);
+      return;
+    }
+    req.resume();
+    if (path === "/ready" && req.method === "GET") {
+      send(res, 200, "ready\n");
+    } else if (path === "/sim/loki/stats" && req.method === "GET") {
+      const stats = { ...receiver.counts, streams: store.streams().length, held: faults.held };
+      send(res, 200, JSON.stringify(stats), {}, "application/json");
+    } else {
+      send(res, 404, "not found\n");
+    }
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      send(res, 500, `receiver error: ${err instanceof Error ? err.message : String(err)}`);
+    });
+  });
+  server.on("connection", () => {
+    counts.connections++;
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port ?? 0, opts.host ?? "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${opts.host ?? "127.0.0.1"}:${port}`;
+
+  const receiver: LokiReceiver = {
+    url,
+    pushUrl: url + PUSH_PATH,
+    faults,
+    get counts(): ReceiverCounts {
+      return {
+        ...counts,
+        accepted: store.accepted,
+        unique: store.unique,
+        duplicates: store.duplicates,
+      };
+    },
+    requests,
+    entries: (matcher) => store.entries(matcher),
+    lines: (matcher) => store.lines(matcher),
+    countBy: (key, matcher) => store.countBy(key, matcher),
+    streams: () => store.streams(),
+    reset() {
+      store.clear();
+      faults.clear();
+      requests.length = 0;
+      Object.assign(counts, { requests: 0, rejected: 0, forcedFailures: 0 });
+    },
+    async stop() {
+      faults.clear();
+      const closed = new Promise<void>((resolve) =>
+        server.close(() => {
+          resolve();
+        }),
+      );
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+  return receiver;
+}

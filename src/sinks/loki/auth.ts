@@ -1,0 +1,35 @@
+// Authentication and tenant headers, computed once at construction (spec B §4.2).
+import { ConfigError } from "../../errors.ts";
+import type { LokiSinkSettings } from "./settings.ts";
+
+/** A blank or whitespace-only secret counts as absent (upstream #131). */
+function present(value: string | null | undefined): string | undefined {
+  return value !== null && value !== undefined && value.trim() !== "" ? value : undefined;
+}
+
+/**
+ * basic (default): token → `Authorization: Basic base64(<tenant or "">:<token>)`, no X-Scope-OrgID
+ * (Grafana Cloud derives the tenant from the user). bearer: token → `Authorization: Bearer`, and the
+ * tenant, which has no other place to go, as X-Scope-OrgID. No token: tenant → X-Scope-OrgID.
+ */
+export function authHeaders(
+  settings: Pick<LokiSinkSettings, "tenant_id" | "auth_token" | "auth">,
+): Record<string, string> {
+  const tenant = present(settings.tenant_id);
+  const token = present(settings.auth_token);
+  const mode = settings.auth ?? "basic";
+  if (mode === "bearer") {
+    if (!token) {
+      throw new ConfigError(
+        "sink.loki.auth is bearer but no auth_token is set; set sink.loki.auth_token(_file) or use auth: basic.",
+      );
+    }
+    return tenant
+      ? { authorization: `Bearer ${token}`, "x-scope-orgid": tenant }
+      : { authorization: `Bearer ${token}` };
+  }
+  if (token) {
+    return { authorization: `Basic ${Buffer.from(`${tenant ?? ""}:${token}`, "utf8").toString("base64")}` };
+  }
+  return tenant ? { "x-scope-orgid": tenant } : {};
+}

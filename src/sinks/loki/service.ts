@@ -1,0 +1,171 @@
+// One push request over HTTP with Loki's status classification and the internal retry loop
+// (spec B §4.6–4.7). It knows nothing of batches: it sends a body and says what happened.
+import { Pool, type Dispatcher } from "undici";
+import type { Counter } from "@opentelemetry/api";
+import { Sf2LokiError, describeError } from "../../errors.ts";
+import type { Logger } from "../../obs/logger.ts";
+import type { Clock } from "../../util/clock.ts";
+import { retry } from "../../util/retry.ts";
+import { RetryableSinkError } from "../sink.ts";
+import { AuthFailureLog } from "./auth-failures.ts";
+import { MAX_ATTEMPTS, lokiRetryPolicy, parseRetryAfter } from "./retry-policy.ts";
+import type { EncodedRequest } from "./request.ts";
+
+export const CONNECT_TIMEOUT_MS = 10_000;
+export const RESPONSE_TIMEOUT_MS = 30_000;
+const DETAIL_MAX_BYTES = 2048;
+
+/** Loki refused the payload itself (400/413): the caller isolates the poison entries. */
+export class LokiRejectedError extends Sf2LokiError {
+  readonly status: number;
+  readonly detail: string;
+  constructor(status: number, detail: string) {
+    super("SF2LOKI_LOKI_REJECTED", `Loki rejected the payload with HTTP ${status}: ${detail}`);
+    this.status = status;
+    this.detail = detail;
+  }
+}
+
+/** A failed attempt worth retrying inside this push (transport error, 429, 5xx). */
+class TransientAttemptError extends Error {
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, retryAfterMs?: number, options?: { cause?: unknown }) {
+    super(message, options);
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** A Pool with keep-alive for the push URL's origin and the spec's timeouts. */
+export function createLokiPool(origin: string): Pool {
+  return new Pool(origin, {
+    connect: { timeout: CONNECT_TIMEOUT_MS },
+    headersTimeout: RESPONSE_TIMEOUT_MS,
+    bodyTimeout: RESPONSE_TIMEOUT_MS,
+    keepAliveTimeout: 30_000,
+  });
+}
+
+/** At most 2 KiB of the response body for messages; the rest is drained so the socket is reused. */
+async function readDetail(body: Dispatcher.ResponseData["body"]): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= DETAIL_MAX_BYTES) break;
+  }
+  return Buffer.concat(chunks)
+    .toString("utf8", 0, Math.min(size, DETAIL_MAX_BYTES))
+    .replace(/\s+/g, " ")
+    .trim();
+}
+
+export interface LokiServiceOptions {
+  url: URL;
+  /** Where, for operator messages: the URL without userinfo or query. */
+  where: string;
+  authHeaders: Readonly<Record<string, string>>;
+  dispatcher: Dispatcher;
+  clock: Clock;
+  logger: Logger;
+  bytesPushed: Counter;
+}
+
+export class LokiService {
+  readonly #opts: LokiServiceOptions;
+  readonly #path: string;
+  readonly #authLog: AuthFailureLog;
+
+  constructor(opts: LokiServiceOptions) {
+    this.#opts = opts;
+    this.#path = opts.url.pathname + opts.url.search;
+    this.#authLog = new AuthFailureLog(opts.logger, opts.where);
+  }
+
+  /**
+   * Sends one body, retrying transient failures up to 5 attempts. Resolves on 2xx; throws
+   * LokiRejectedError (400/413) or RetryableSinkError (everything else that is not a success).
+   */
+  async send(request: EncodedRequest, signal?: AbortSignal): Promise<void> {
+    try {
+      await retry((ctx) => this.#attempt(request, ctx.signal), {
+        policy: lokiRetryPolicy,
+        clock: this.#opts.clock,
+        isTransient: (err) => err instanceof TransientAttemptError,
+        retryAfterMs: (err) => (err instanceof TransientAttemptError ? err.retryAfterMs : undefined),
+        onRetry: (err, attempt, delayMs) => {
+          this.#opts.logger.debug(
+            { attempt, delayMs: Math.round(delayMs), err: describeError(err) },
+            "Loki push attempt failed, retrying",
+          );
+        },
+        ...(signal ? { signal } : {}),
+      });
+    } catch (err) {
+      if (signal?.aborted) {
+        throw new RetryableSinkError(`push to Loki at ${this.#opts.where} was cancelled; the batch is kept`, {
+          cause: err,
+        });
+      }
+      if (err instanceof TransientAttemptError) {
+        throw new RetryableSinkError(
+          `Loki push to ${this.#opts.where} failed after ${MAX_ATTEMPTS} attempts (last: ${err.message}); ` +
+            `the batch is kept and retried`,
+          err.retryAfterMs === undefined ? { cause: err } : { cause: err, retryAfterMs: err.retryAfterMs },
+        );
+      }
+      throw err;
+    }
+  }
+
+  async #attempt(request: EncodedRequest, signal: AbortSignal | undefined): Promise<void> {
+    const { url, dispatcher } = this.#opts;
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await dispatcher.request({
+        origin: url.origin,
+        path: this.#path,
+        method: "POST",
+        headers: { ...request.headers, ...this.#opts.authHeaders, "user-agent": "sf2loki" },
+        body: request.body,
+        headersTimeout: RESPONSE_TIMEOUT_MS,
+        bodyTimeout: RESPONSE_TIMEOUT_MS,
+        signal: signal ?? null,
+      });
+    } catch (err) {
+      throw new TransientAttemptError(`transport error: ${describeError(err)}`, undefined, { cause: err });
+    }
+    const status = res.statusCode;
+    if (status >= 200 && status < 300) {
+      await res.body.dump().catch(() => undefined); // the push landed; a broken trailer changes nothing
+      this.#opts.bytesPushed.add(request.body.length);
+      this.#authLog.succeeded();
+      return;
+    }
+    let detail: string;
+    try {
+      detail = await readDetail(res.body);
+    } catch (err) {
+      throw new TransientAttemptError(`HTTP ${status}, body unreadable: ${describeError(err)}`, undefined, {
+        cause: err,
+      });
+    }
+    if (status === 429 || status >= 500) {
+      throw new TransientAttemptError(
+        `HTTP ${status}: ${detail}`,
+        parseRetryAfter(res.headers["retry-after"]),
+      );
+    }
+    if (status === 400 || status === 413) throw new LokiRejectedError(status, detail);
+    if (status === 401 || status === 403 || status === 404) {
+      this.#authLog.failed(status, detail);
+      throw new RetryableSinkError(
+        `Loki at ${this.#opts.where} answered HTTP ${status} (${detail}): check sink.loki.url, tenant_id and ` +
+          `auth_token; the batch is kept and retried`,
+      );
+    }
+    throw new RetryableSinkError(
+      `Loki at ${this.#opts.where} answered unexpected HTTP ${status} (${detail}); the batch is kept and retried`,
+    );
+  }
+}

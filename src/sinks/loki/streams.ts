@@ -1,0 +1,57 @@
+// Groups a batch into Loki streams by exact label set, shared by both wire encodings.
+import type { Batch, LogEntry, Labels } from "../../model.ts";
+import { renderLabels } from "./labels.ts";
+
+export interface StreamGroup {
+  /** Rendered `{k="v",...}`, computed once per distinct label set per batch. */
+  readonly labels: string;
+  readonly labelSet: Labels;
+  readonly entries: LogEntry[];
+}
+
+/** Streams in order of first appearance; entries keep batch order inside a stream (no sorting). */
+export function groupStreams(batch: Batch): StreamGroup[] {
+  const byRendered = new Map<string, StreamGroup>();
+  // Entries of one source carry equal label maps built in the same key order, so an unsorted,
+  // unescaped key finds the stream without rendering; a miss renders once per distinct raw key.
+  const byRaw = new Map<string, StreamGroup>();
+  const groups: StreamGroup[] = [];
+  let lastLabels: Labels | undefined;
+  let lastGroup: StreamGroup | undefined;
+  for (const entry of batch) {
+    const labels = entry.labels;
+    if (labels === lastLabels && lastGroup) {
+      lastGroup.entries.push(entry);
+      continue;
+    }
+    let raw = "";
+    for (const k of Object.keys(labels)) {
+      const v = labels[k]!;
+      raw += `${k.length}:${k}${v.length}:${v}`; // length-prefixed, so no two label maps collide
+    }
+    let group = byRaw.get(raw);
+    if (!group) {
+      const rendered = renderLabels(labels);
+      group = byRendered.get(rendered);
+      if (!group) {
+        group = { labels: rendered, labelSet: labels, entries: [] };
+        byRendered.set(rendered, group);
+        groups.push(group);
+      }
+      byRaw.set(raw, group);
+    }
+    group.entries.push(entry);
+    lastLabels = labels;
+    lastGroup = group;
+  }
+  return groups;
+}
+
+/** Metadata names ascending; the common already-sorted case allocates nothing beyond Object.keys. */
+export function sortedKeys(map: Labels): string[] {
+  const keys = Object.keys(map);
+  for (let i = 1; i < keys.length; i++) {
+    if (keys[i - 1]! > keys[i]!) return keys.sort();
+  }
+  return keys;
+}

@@ -1,0 +1,145 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { gunzipSync } from "node:zlib";
+import protobuf from "protobufjs";
+import snappy from "snappy";
+import { LogEntry } from "../../../src/model.ts";
+import { groupStreams } from "../../../src/sinks/loki/streams.ts";
+import { encodePushRequest } from "../../../src/sinks/loki/encode-protobuf.ts";
+import { encodeJsonPush } from "../../../src/sinks/loki/encode-json.ts";
+import { encodeRequest, encodeRequestSync } from "../../../src/sinks/loki/request.ts";
+import type { WireFormat } from "../../../src/sinks/loki/settings.ts";
+import { T0_NS, entry } from "./support.ts";
+
+const PushRequest = protobuf
+  .loadSync(fileURLToPath(new URL("../../../proto/loki_push.proto", import.meta.url)))
+  .lookupType("logproto.PushRequest");
+
+interface Decoded {
+  streams: {
+    labels: string;
+    entries: {
+      timestamp: { seconds: string; nanos: number };
+      line: string;
+      structuredMetadata: { name: string; value: string }[];
+    }[];
+  }[];
+}
+
+function decode(buf: Buffer): Decoded {
+  return PushRequest.toObject(PushRequest.decode(buf), { longs: String, defaults: true }) as Decoded;
+}
+
+test("protobuf: an independent decoder reads streams, ns timestamps, lines and sorted metadata", () => {
+  const a = { source: "pubsub", event_type: "Login" };
+  const b = { event_type: "Api", source: "eventlog_objects" };
+  const batch = [
+    entry(0, { labels: a, ts: T0_NS + 123_456_789n, line: "first ü€😀", meta: { z: "1", a: "2", m: "é" } }),
+    entry(1, { labels: b, ts: T0_NS + 1n, line: "" }),
+    // Same label set as the first, built in another key order: same stream.
+    entry(2, {
+      labels: { event_type: "Login", source: "pubsub" },
+      ts: T0_NS,
+      line: "x".repeat(300),
+      meta: {},
+    }),
+    // Before the epoch: Timestamp nanos stay non-negative.
+    entry(3, { labels: b, ts: -1_500_000_000n, line: "old" }),
+  ];
+  const msg = decode(encodePushRequest(groupStreams(batch)));
+  assert.deepEqual(
+    msg.streams.map((s) => s.labels),
+    ['{event_type="Login",source="pubsub"}', '{event_type="Api",source="eventlog_objects"}'],
+  );
+  const [s0, s1] = msg.streams;
+  assert.deepEqual(
+    s0!.entries.map((e) => [e.timestamp.seconds, e.timestamp.nanos, e.line]),
+    [
+      [String(T0_NS / 1_000_000_000n), 123_456_789, "first ü€😀"],
+      [String(T0_NS / 1_000_000_000n), 0, "x".repeat(300)],
+    ],
+  );
+  assert.deepEqual(s0!.entries[0]!.structuredMetadata, [
+    { name: "a", value: "2" },
+    { name: "m", value: "é" },
+    { name: "z", value: "1" },
+  ]);
+  assert.deepEqual(
+    s1!.entries.map((e) => [e.timestamp.seconds, e.timestamp.nanos, e.line]),
+    [
+      [String(T0_NS / 1_000_000_000n), 1, ""],
+      ["-2", 500_000_000, "old"],
+    ],
+  );
+});
+
+test("protobuf: large and varied batches round-trip exactly", () => {
+  const batch: LogEntry[] = [];
+  for (let i = 0; i < 2000; i++) {
+    batch.push(
+      entry(i, {
+        labels: { source: "s", event_type: `t${i % 7}` },
+        ts: T0_NS + BigInt(i) * 987_654_321n,
+        line: (i % 3 === 0 ? "é" : "a").repeat(i % 400),
+        meta: { level: i % 2 ? "info" : "warn", ["k" + String(i % 5)]: "v".repeat(i % 130) },
+      }),
+    );
+  }
+  const msg = decode(encodePushRequest(groupStreams(batch)));
+  const got = msg.streams.flatMap((s) =>
+    s.entries.map((e) => ({
+      labels: s.labels,
+      ns: BigInt(e.timestamp.seconds) * 1_000_000_000n + BigInt(e.timestamp.nanos),
+      line: e.line,
+      meta: Object.fromEntries(e.structuredMetadata.map((p) => [p.name, p.value])),
+    })),
+  );
+  assert.equal(got.length, batch.length);
+  const byLine = new Map(got.map((g) => [`${g.ns}`, g]));
+  for (const e of batch) {
+    const g = byLine.get(`${e.timestampNs}`);
+    assert.ok(g, `entry at ${e.timestampNs} missing`);
+    assert.equal(g.line, e.line);
+    assert.deepEqual(g.meta, e.structuredMetadata);
+    assert.equal(g.labels, `{event_type="${e.labels.event_type}",source="s"}`);
+  }
+});
+
+test("json: exact body with integer-ns strings, sorted labels and metadata, {} when empty", () => {
+  const batch = [
+    entry(0, {
+      labels: { source: "p", event_type: "L" },
+      ts: 1_700_000_000_123_456_789n,
+      line: 'he said "hi"\n',
+      meta: { b: "2", a: "1" },
+    }),
+    entry(1, { labels: { source: "p", event_type: "L" }, ts: 5n, line: "€", meta: {} }),
+  ];
+  assert.equal(
+    encodeJsonPush(groupStreams(batch)).toString("utf8"),
+    '{"streams":[{"stream":{"event_type":"L","source":"p"},"values":[' +
+      '["1700000000123456789","he said \\"hi\\"\\n",{"a":"1","b":"2"}],["5","€",{}]]}]}',
+  );
+});
+
+for (const format of ["protobuf-snappy", "json", "json-gzip"] as WireFormat[]) {
+  test(`${format}: off-loop compression of a large batch is byte-identical to the sync path`, async () => {
+    const big = Array.from({ length: 400 }, (_, i) => entry(i, { line: `${i} `.repeat(120) }));
+    const lineBytes = big.reduce((s, e) => s + e.lineBytes, 0);
+    assert.ok(lineBytes >= 65_536, "the batch must cross the offload threshold");
+    const sync = encodeRequestSync(big, format);
+    const offloaded = await encodeRequest(big, format);
+    assert.ok(sync.body.equals(offloaded.body));
+    assert.deepEqual(offloaded.headers, sync.headers);
+    const raw =
+      format === "protobuf-snappy"
+        ? (snappy.uncompressSync(offloaded.body, { asBuffer: true }) as Buffer)
+        : format === "json-gzip"
+          ? gunzipSync(offloaded.body)
+          : offloaded.body;
+    const expected =
+      format === "protobuf-snappy" ? encodePushRequest(groupStreams(big)) : encodeJsonPush(groupStreams(big));
+    assert.ok(raw.equals(expected));
+  });
+}
