@@ -1,0 +1,325 @@
+// The Pub/Sub API client: one gRPC channel per org, Subscribe exposed as an async iterator whose
+// flow-control credits are topped up only when the consumer pulls (§3.4), schemas cached (§3.5).
+import {
+  Client,
+  Metadata,
+  credentials as grpcCredentials,
+  type ChannelCredentials,
+  type ChannelOptions,
+  type ClientDuplexStream,
+  type MethodDefinition,
+} from "@grpc/grpc-js";
+import { metrics, type Counter, type Gauge, type Meter } from "@opentelemetry/api";
+import type avsc from "avsc";
+import { systemClock, type Clock } from "../../util/clock.ts";
+import { silentLogger, type Logger } from "../../obs/logger.ts";
+import type { AccessToken, TokenSource } from "../auth.ts";
+import { DecodeHealth } from "./decode-health.ts";
+import { SchemaFetchError, StreamStalledError, isUnauthenticated } from "./errors.ts";
+import {
+  pubSubProto,
+  type FetchRequest,
+  type FetchResponse,
+  type ReplayPresetName,
+  type TopicInfo,
+} from "./proto.ts";
+import { SchemaCache } from "./schema-cache.ts";
+
+export const DEFAULT_PUBSUB_ENDPOINT = "api.pubsub.salesforce.com:7443";
+export const STALL_WATCHDOG_MS = 300_000;
+const UNARY_DEADLINE_MS = 30_000;
+
+export interface SubscribeRequest {
+  topic: string;
+  preset: ReplayPresetName;
+  /** Only sent with CUSTOM; resumes after this id. */
+  replayId?: Buffer | undefined;
+  /** Credits per request, 1..100. */
+  numRequested: number;
+}
+
+export interface DecodedEvent {
+  readonly kind: "event";
+  readonly topic: string;
+  readonly replayId: Buffer;
+  readonly schemaId: string;
+  readonly payload: Record<string, unknown>;
+}
+
+/** An empty FetchResponse with a latest replay id: a safe resume point for a quiet topic. */
+export interface Keepalive {
+  readonly kind: "keepalive";
+  readonly topic: string;
+  readonly replayId: Buffer;
+}
+
+export type SubscribeItem = DecodedEvent | Keepalive;
+
+/** What the Pub/Sub source needs of the client; tests may substitute it. */
+export interface PubSubSubscriber {
+  subscribe(req: SubscribeRequest, signal: AbortSignal): AsyncGenerator<SubscribeItem, void, undefined>;
+}
+
+export interface PubSubClientOptions {
+  endpoint: string;
+  auth: TokenSource;
+  /** Plaintext gRPC; only for a loopback simulator. */
+  insecure?: boolean;
+  /** Overrides the channel credentials entirely (a test CA, for instance). */
+  credentials?: ChannelCredentials;
+  clock?: Clock;
+  logger?: Logger;
+  meter?: Meter;
+  /** 0 disables the stall watchdog (tests whose clock jumps ahead on every sleep). */
+  stallTimeoutMs?: number;
+}
+
+interface ClientInstruments {
+  pendingCredits: Gauge;
+  streamStalls: Counter;
+}
+
+export class PubSubClient implements PubSubSubscriber {
+  readonly #opts: PubSubClientOptions;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #auth: TokenSource;
+  readonly #schemas: SchemaCache;
+  readonly #health: DecodeHealth;
+  readonly #m: ClientInstruments;
+  readonly #stallMs: number;
+  #channel: Client | undefined;
+
+  constructor(opts: PubSubClientOptions) {
+    this.#opts = opts;
+    this.#auth = opts.auth;
+    this.#clock = opts.clock ?? systemClock;
+    this.#log = (opts.logger ?? silentLogger).child({ component: "pubsub-client" });
+    this.#stallMs = opts.stallTimeoutMs ?? STALL_WATCHDOG_MS;
+    const meter = opts.meter ?? metrics.getMeter("sf2loki");
+    this.#m = {
+      pendingCredits: meter.createGauge("sf2loki_pubsub_pending_credits", {
+        description: "Outstanding flow-control credits per topic",
+      }),
+      streamStalls: meter.createCounter("sf2loki_pubsub_stream_stalls", {
+        description: "Keepalive-watchdog forced reconnects",
+      }),
+    };
+    this.#health = new DecodeHealth(
+      meter.createCounter("sf2loki_decode_errors", { description: "Pub/Sub payload decode failures" }),
+      meter.createCounter("sf2loki_pubsub_decode_stalls", {
+        description: "Topic stuck at 100% decode failure or repeated schema-fetch failure",
+      }),
+      this.#log,
+    );
+    this.#schemas = new SchemaCache(
+      (id, signal) => this.#fetchSchema(id, signal),
+      meter.createGauge("sf2loki_schema_cache_size", { description: "Cached Avro schemas" }),
+    );
+  }
+
+  #client(): Client {
+    if (this.#channel) return this.#channel;
+    const creds =
+      this.#opts.credentials ??
+      (this.#opts.insecure ? grpcCredentials.createInsecure() : grpcCredentials.createSsl());
+    const options: ChannelOptions = {
+      // Detect NAT/LB idle drops long before the 300 s application watchdog does.
+      "grpc.keepalive_time_ms": 30_000,
+      "grpc.keepalive_timeout_ms": 10_000,
+      "grpc.keepalive_permit_without_calls": 1,
+      "grpc.http2.max_pings_without_data": 0,
+      "grpc.max_receive_message_length": 64 * 1024 * 1024,
+    };
+    this.#channel = new Client(this.#opts.endpoint, creds, options);
+    return this.#channel;
+  }
+
+  close(): void {
+    this.#channel?.close();
+    this.#channel = undefined;
+  }
+
+  /** The three headers every RPC carries, built once per RPC with the token it will be judged by. */
+  async #metadata(signal?: AbortSignal): Promise<{ md: Metadata; token: AccessToken }> {
+    const token = await this.#auth.token(signal);
+    const orgId = await this.#auth.orgId(signal);
+    const md = new Metadata();
+    md.set("accesstoken", token.accessToken);
+    md.set("instanceurl", token.instanceUrl);
+    md.set("tenantid", orgId);
+    return { md, token };
+  }
+
+  /** One unary RPC with fresh metadata; an UNAUTHENTICATED answer invalidates the token it carried. */
+  async #unary<Req, Res>(m: MethodDefinition<Req, Res>, request: Req, signal?: AbortSignal): Promise<Res> {
+    const { md, token } = await this.#metadata(signal);
+    try {
+      return await new Promise<Res>((resolve, reject) => {
+        this.#client().makeUnaryRequest(
+          m.path,
+          m.requestSerialize,
+          m.responseDeserialize,
+          request,
+          md,
+          { deadline: Date.now() + UNARY_DEADLINE_MS },
+          (err, res) => {
+            if (err || !res) reject(err ?? new Error(`empty ${m.path} response`));
+            else resolve(res);
+          },
+        );
+      });
+    } catch (err) {
+      if (isUnauthenticated(err)) this.#auth.invalidate(token.accessToken);
+      throw err;
+    }
+  }
+
+  async #fetchSchema(schemaId: string, signal?: AbortSignal): Promise<string> {
+    return (await this.#unary(pubSubProto().getSchema, { schema_id: schemaId }, signal)).schema_json;
+  }
+
+  /** TopicInfo for doctor (#119): can_subscribe, tenant_guid, schema_id. */
+  getTopic(topic: string, signal?: AbortSignal): Promise<TopicInfo> {
+    return this.#unary(pubSubProto().getTopic, { topic_name: topic }, signal);
+  }
+
+  async *subscribe(
+    req: SubscribeRequest,
+    signal: AbortSignal,
+  ): AsyncGenerator<SubscribeItem, void, undefined> {
+    const { topic, numRequested: n } = req;
+    const { md, token } = await this.#metadata(signal);
+    const m = pubSubProto().subscribe;
+    const call: ClientDuplexStream<FetchRequest, FetchResponse> = this.#client().makeBidiStreamRequest(
+      m.path,
+      m.requestSerialize,
+      m.responseDeserialize,
+      md,
+    );
+    // Cancelling after the iterator has detached must not surface as an unhandled 'error' event.
+    call.on("error", () => undefined);
+    const watch = { stalled: false };
+    const onAbort = (): void => {
+      call.cancel();
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    const watchdog = this.#watchdog(() => {
+      watch.stalled = true;
+      call.cancel();
+    });
+    const half = Math.floor(n / 2);
+    // Credit still owed by the server, counted here: the pending_num_requested of responses that
+    // were already in flight when we topped up is stale, and trusting it re-requests on every one.
+    let owed = n;
+    try {
+      call.write({
+        topic_name: topic,
+        replay_preset: req.preset,
+        replay_id: req.preset === "CUSTOM" && req.replayId ? req.replayId : Buffer.alloc(0),
+        num_requested: n,
+      });
+      for await (const resp of call as AsyncIterable<FetchResponse>) {
+        watchdog.touch();
+        const count = resp.events.length;
+        if (count === 0) {
+          // An idle server's count is current; never assume more credit than it reports.
+          owed = Math.min(owed, resp.pending_num_requested);
+          if (resp.latest_replay_id.length > 0) {
+            yield { kind: "keepalive", topic, replayId: resp.latest_replay_id };
+          }
+        } else {
+          owed -= count;
+          yield* this.#decodeBatch(topic, resp, signal);
+        }
+        this.#m.pendingCredits.record(resp.pending_num_requested, { topic });
+        // Reached only once the consumer has pulled every event of this response: a consumer that
+        // stops pulling stops the top-ups, which is the backpressure path to Salesforce.
+        if (owed <= half && !call.writableEnded) {
+          call.write({ topic_name: topic, num_requested: n });
+          owed += n;
+        }
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      if (watch.stalled) {
+        this.#m.streamStalls.add(1, { topic });
+        throw new StreamStalledError(topic, this.#stallMs);
+      }
+      if (isUnauthenticated(err)) this.#auth.invalidate(token.accessToken);
+      throw err;
+    } finally {
+      watchdog.stop();
+      signal.removeEventListener("abort", onAbort);
+      call.cancel();
+    }
+  }
+
+  async *#decodeBatch(
+    topic: string,
+    resp: FetchResponse,
+    signal: AbortSignal,
+  ): AsyncGenerator<DecodedEvent, void, undefined> {
+    let ok = 0;
+    let failed = 0;
+    for (const ce of resp.events) {
+      const ev = ce.event;
+      if (!ev) {
+        this.#health.poison(topic, new TypeError("ConsumerEvent without event"));
+        failed++;
+        continue;
+      }
+      let type: avsc.Type | undefined = this.#schemas.cached(ev.schema_id);
+      if (!type) {
+        try {
+          type = await this.#schemas.get(ev.schema_id, signal);
+        } catch (err) {
+          // Not poison: skipping would let the checkpoint pass events we never shipped.
+          this.#health.schemaFailure(topic, err);
+          throw err instanceof SchemaFetchError
+            ? err
+            : new SchemaFetchError(ev.schema_id, String(err), { cause: err });
+        }
+      }
+      let payload: Record<string, unknown>;
+      try {
+        payload = type.fromBuffer(ev.payload) as Record<string, unknown>;
+      } catch (err) {
+        this.#health.poison(topic, err);
+        failed++;
+        continue;
+      }
+      ok++;
+      yield { kind: "event", topic, replayId: ce.replay_id, schemaId: ev.schema_id, payload };
+    }
+    this.#health.batch(topic, ok, failed);
+  }
+
+  /** Fires `onStall` when no response arrived for the whole window; one timer, re-armed lazily. */
+  #watchdog(onStall: () => void): { touch(): void; stop(): void } {
+    if (this.#stallMs <= 0) return { touch: () => undefined, stop: () => undefined };
+    const ctl = new AbortController();
+    let last = this.#clock.monotonic();
+    const loop = async (): Promise<void> => {
+      let wait = this.#stallMs;
+      for (;;) {
+        await this.#clock.sleep(wait, ctl.signal);
+        const idle = this.#clock.monotonic() - last;
+        if (idle >= this.#stallMs) {
+          onStall();
+          return;
+        }
+        wait = this.#stallMs - idle;
+      }
+    };
+    loop().catch(() => undefined);
+    return {
+      touch: () => {
+        last = this.#clock.monotonic();
+      },
+      stop: () => {
+        ctl.abort();
+      },
+    };
+  }
+}

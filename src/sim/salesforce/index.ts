@@ -1,0 +1,14 @@
+// The simulated Salesforce org, for tests, `sf2loki demo`/`sim` and the benchmarks.
+export { startSimOrg, CORRUPTED_REPLAY_ID_CODE } from "./sim-org.ts";
+export type {
+  SimOrg,
+  SimOrgFaults,
+  SimOrgOptions,
+  SimOrgStats,
+  SimTopicStats,
+  StreamStats,
+  GrpcFault,
+  TokenClaims,
+} from "./sim-org.ts";
+export { buildTopicSchema, generateEvent } from "./events.ts";
+export { simSalesforceSettings } from "./settings.ts";

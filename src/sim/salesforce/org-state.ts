@@ -1,0 +1,98 @@
+// What the simulated org's HTTP and gRPC faces share: identity, issued tokens, topics, queued faults.
+import { TopicLog } from "./topic-log.ts";
+
+export interface SimOrgOptions {
+  /** Seeds the event generator; same seed, same events. */
+  seed?: number;
+  eventsPerTopic: number;
+  topics: string[];
+  /** Replay window in events per topic (default: unlimited). */
+  retentionEvents?: number;
+  clientId?: string;
+  /** Accepts client_credentials with this secret when set. */
+  clientSecret?: string;
+  /** Accepts JWT bearer assertions signed by the matching private key when set. */
+  publicKeyPem?: string;
+  /** Expected JWT `sub` (default: any). */
+  username?: string;
+  orgId?: string;
+  /** Idle keepalive period on streams with pending credit (Salesforce: ≤ 270 s). */
+  keepaliveMs?: number;
+  /** Most events in one FetchResponse. */
+  maxBatch?: number;
+  /** Serve gRPC over TLS with this certificate instead of plaintext (the bench needs it). */
+  tls?: { certPem: string; keyPem: string };
+  /** Extra sObject names for describeGlobal, beside those derived from the topics. */
+  extraSObjects?: string[];
+}
+
+export interface QueuedHttpFault {
+  status: number;
+  body: string;
+}
+
+export interface TokenClaims {
+  iss?: unknown;
+  sub?: unknown;
+  aud?: unknown;
+  exp?: unknown;
+  iat?: unknown;
+  jti?: unknown;
+}
+
+export const CORRUPTED_REPLAY_ID_CODE = "sfdc.platform.eventbus.grpc.subscription.fetch.replayid.corrupted";
+
+export class SimOrgState {
+  readonly orgId: string;
+  readonly clientId: string;
+  readonly opts: SimOrgOptions;
+  readonly topics = new Map<string, TopicLog>();
+  readonly validTokens = new Set<string>();
+  readonly httpFaults = new Map<string, QueuedHttpFault[]>();
+  instanceUrl = "";
+  loginUrl = "";
+  tokenRequests = 0;
+  mints = 0;
+  userinfoCalls = 0;
+  describeCalls = 0;
+  lastClaims: TokenClaims | undefined;
+  #tokenSeq = 0;
+  readonly #seed: number;
+  readonly #retention: number;
+
+  constructor(opts: SimOrgOptions) {
+    this.opts = opts;
+    this.orgId = opts.orgId ?? "00DSIM0000000001AA";
+    this.clientId = opts.clientId ?? "3MVG9sim.client.id";
+    this.#seed = opts.seed ?? 1;
+    this.#retention = opts.retentionEvents ?? Number.MAX_SAFE_INTEGER;
+    for (const topic of opts.topics) this.addTopic(topic, opts.eventsPerTopic);
+  }
+
+  addTopic(topic: string, events: number): void {
+    if (!this.topics.has(topic))
+      this.topics.set(topic, new TopicLog(topic, this.#seed, events, this.#retention));
+  }
+
+  topic(name: string): TopicLog {
+    const log = this.topics.get(name);
+    if (!log) throw new Error(`sim: unknown topic ${name}`);
+    return log;
+  }
+
+  issueToken(): string {
+    this.#tokenSeq++;
+    this.mints++;
+    const token = `${this.orgId}!SIM.${this.#tokenSeq}.${Math.random().toString(36).slice(2, 10)}`;
+    this.validTokens.add(token);
+    return token;
+  }
+
+  /** The next queued fault for a path, consumed. */
+  takeHttpFault(path: string): QueuedHttpFault | undefined {
+    const queue = this.httpFaults.get(path);
+    const fault = queue?.shift();
+    if (queue?.length === 0) this.httpFaults.delete(path);
+    return fault;
+  }
+}

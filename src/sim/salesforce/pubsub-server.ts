@@ -1,0 +1,426 @@
+// The simulated org's Pub/Sub API: Subscribe with replay presets, a retention window and strict flow
+// control (never more events than requested), keepalives when idle, GetSchema, GetTopic, and faults.
+import {
+  Metadata,
+  Server,
+  ServerCredentials,
+  status,
+  type ServerDuplexStream,
+  type ServerUnaryCall,
+  type sendUnaryData,
+  type UntypedServiceImplementation,
+} from "@grpc/grpc-js";
+import {
+  pubSubProto,
+  replayIdFromSequence,
+  type FetchRequest,
+  type FetchResponse,
+  type SchemaInfo,
+  type SchemaRequest,
+  type TopicInfo,
+  type TopicRequest,
+} from "../../salesforce/pubsub/proto.ts";
+import { CORRUPTED_REPLAY_ID_CODE, type SimOrgState } from "./org-state.ts";
+import type { TopicLog } from "./topic-log.ts";
+
+type SubscribeCall = ServerDuplexStream<FetchRequest, FetchResponse>;
+
+export interface StreamStats {
+  id: number;
+  topic: string;
+  requested: number;
+  sent: number;
+  /** Credit the server still owes: requested − sent. Never negative. */
+  outstanding: number;
+  keepalives: number;
+  active: boolean;
+}
+
+export interface GrpcFault {
+  code: status;
+  details: string;
+  /** `error-code` trailer; omitted means no trailer at all. */
+  errorCode?: string;
+}
+
+function grpcError(fault: GrpcFault): Error & { code: status; details: string; metadata: Metadata } {
+  const metadata = new Metadata();
+  if (fault.errorCode !== undefined) metadata.set("error-code", fault.errorCode);
+  return Object.assign(new Error(fault.details), { code: fault.code, details: fault.details, metadata });
+}
+
+class SimStream {
+  readonly id: number;
+  readonly topic: TopicLog;
+  readonly #call: SubscribeCall;
+  readonly #keepaliveMs: number;
+  readonly #maxBatch: number;
+  readonly #unsubscribe: () => void;
+  next: number;
+  requested = 0;
+  sent = 0;
+  keepalives = 0;
+  stalled = false;
+  closed = false;
+  #waitingDrain = false;
+  #keepaliveTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    id: number,
+    call: SubscribeCall,
+    topic: TopicLog,
+    next: number,
+    keepaliveMs: number,
+    maxBatch: number,
+  ) {
+    this.id = id;
+    this.#call = call;
+    this.topic = topic;
+    this.next = next;
+    this.#keepaliveMs = keepaliveMs;
+    this.#maxBatch = maxBatch;
+    this.#unsubscribe = topic.onPublish(() => {
+      this.pump();
+    });
+  }
+
+  get outstanding(): number {
+    return this.requested - this.sent;
+  }
+
+  request(n: number): void {
+    this.requested += n;
+    this.pump();
+  }
+
+  pump(): void {
+    if (this.closed || this.stalled || this.#waitingDrain) return;
+    while (this.outstanding > 0 && this.next <= this.topic.max) {
+      const count = Math.min(this.outstanding, this.#maxBatch, this.topic.max - this.next + 1);
+      const events = [];
+      for (let i = 0; i < count; i++) {
+        const seq = this.next + i;
+        events.push({
+          event: {
+            id: `sim-uuid-${seq}`,
+            schema_id: this.topic.schema.schemaId,
+            payload: this.topic.payload(seq),
+            headers: [],
+          },
+          replay_id: replayIdFromSequence(seq),
+        });
+      }
+      this.next += count;
+      this.sent += count;
+      this.topic.emitted += count;
+      const ok = this.#call.write({
+        events,
+        latest_replay_id: replayIdFromSequence(this.next - 1),
+        rpc_id: `rpc-${this.id}`,
+        pending_num_requested: this.outstanding,
+      });
+      if (!ok) {
+        this.#waitingDrain = true;
+        this.#call.once("drain", () => {
+          this.#waitingDrain = false;
+          this.pump();
+        });
+        return;
+      }
+    }
+    this.#armKeepalive();
+  }
+
+  /** Salesforce sends an empty batch with the latest replay id while credit is pending and idle. */
+  #armKeepalive(): void {
+    clearTimeout(this.#keepaliveTimer);
+    if (this.closed || this.stalled || this.outstanding <= 0) return;
+    this.#keepaliveTimer = setTimeout(() => {
+      if (this.closed || this.stalled || this.outstanding <= 0) return;
+      this.keepalives++;
+      this.#call.write({
+        events: [],
+        latest_replay_id: replayIdFromSequence(this.next - 1),
+        rpc_id: `rpc-${this.id}`,
+        pending_num_requested: this.outstanding,
+      });
+      this.#armKeepalive();
+    }, this.#keepaliveMs);
+    this.#keepaliveTimer.unref();
+  }
+
+  stall(): void {
+    this.stalled = true;
+    clearTimeout(this.#keepaliveTimer);
+  }
+
+  resume(): void {
+    this.stalled = false;
+    this.pump();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.#keepaliveTimer);
+    this.#unsubscribe();
+  }
+
+  fail(fault: GrpcFault): void {
+    if (this.closed) return;
+    this.close();
+    this.#call.emit("error", grpcError(fault));
+  }
+
+  end(): void {
+    if (this.closed) return;
+    this.close();
+    this.#call.end();
+  }
+
+  stats(): StreamStats {
+    return {
+      id: this.id,
+      topic: this.topic.schema.topic,
+      requested: this.requested,
+      sent: this.sent,
+      outstanding: this.outstanding,
+      keepalives: this.keepalives,
+      active: !this.closed,
+    };
+  }
+}
+
+export class SimPubSubServer {
+  readonly #state: SimOrgState;
+  readonly #server: Server;
+  readonly #streams: SimStream[] = [];
+  readonly #subscribeFaults: GrpcFault[] = [];
+  readonly #schemaFaults: GrpcFault[] = [];
+  #customRejection: GrpcFault | undefined;
+  #nextId = 1;
+  subscribeCalls = 0;
+  schemaCalls = 0;
+
+  constructor(state: SimOrgState) {
+    this.#state = state;
+    this.#server = new Server({ "grpc.keepalive_permit_without_calls": 1 });
+    const impl: UntypedServiceImplementation = {
+      Subscribe: (call: SubscribeCall) => {
+        this.#subscribe(call);
+      },
+      GetSchema: (call: ServerUnaryCall<SchemaRequest, SchemaInfo>, cb: sendUnaryData<SchemaInfo>) => {
+        this.#getSchema(call, cb);
+      },
+      GetTopic: (call: ServerUnaryCall<TopicRequest, TopicInfo>, cb: sendUnaryData<TopicInfo>) => {
+        this.#getTopic(call, cb);
+      },
+    };
+    this.#server.addService(pubSubProto().service, impl);
+  }
+
+  async listen(tls?: { certPem: string; keyPem: string }): Promise<number> {
+    const creds = tls
+      ? ServerCredentials.createSsl(null, [
+          { cert_chain: Buffer.from(tls.certPem), private_key: Buffer.from(tls.keyPem) },
+        ])
+      : ServerCredentials.createInsecure();
+    return new Promise((resolve, reject) => {
+      this.#server.bindAsync("127.0.0.1:0", creds, (err, port) => {
+        if (err) reject(err);
+        else resolve(port);
+      });
+    });
+  }
+
+  stop(): void {
+    for (const s of this.#streams) s.close();
+    this.#server.forceShutdown();
+  }
+
+  /** The metadata check every RPC does: a live token, this org's instance URL and tenant id. */
+  #authFault(md: Metadata): GrpcFault | undefined {
+    const token = md.get("accesstoken")[0];
+    if (typeof token !== "string" || !this.#state.validTokens.has(token)) {
+      return {
+        code: status.UNAUTHENTICATED,
+        details: "Invalid or expired access token",
+        errorCode: "sfdc.platform.eventbus.grpc.service.auth.error",
+      };
+    }
+    // Compared without the scheme: clients that insist on https:// (the bench's reference) still match.
+    const instance = String(md.get("instanceurl")[0] ?? "").replace(/^https?:\/\//, "");
+    if (
+      instance !== this.#state.instanceUrl.replace(/^https?:\/\//, "") ||
+      md.get("tenantid")[0] !== this.#state.orgId
+    ) {
+      return {
+        code: status.UNAUTHENTICATED,
+        details: "instanceurl or tenantid does not match the token",
+        errorCode: "sfdc.platform.eventbus.grpc.service.auth.error",
+      };
+    }
+    return undefined;
+  }
+
+  #subscribe(call: SubscribeCall): void {
+    this.subscribeCalls++;
+    const early = this.#authFault(call.metadata) ?? this.#subscribeFaults.shift();
+    if (early) {
+      call.emit("error", grpcError(early));
+      return;
+    }
+    let stream: SimStream | undefined;
+    call.on("data", (req: FetchRequest) => {
+      if (stream) {
+        stream.request(req.num_requested ?? 0);
+        return;
+      }
+      const opened = this.#open(call, req);
+      if ("code" in opened) {
+        call.emit("error", grpcError(opened));
+        return;
+      }
+      stream = opened;
+      stream.request(req.num_requested ?? 0);
+    });
+    call.on("end", () => {
+      stream?.end();
+    });
+    call.on("cancelled", () => {
+      stream?.close();
+    });
+    call.on("error", () => {
+      stream?.close();
+    });
+  }
+
+  #open(call: SubscribeCall, req: FetchRequest): SimStream | GrpcFault {
+    const topic = this.#state.topics.get(req.topic_name ?? "");
+    if (!topic)
+      return {
+        code: status.NOT_FOUND,
+        details: `Topic ${req.topic_name ?? ""} not found`,
+        errorCode: "sfdc.platform.eventbus.grpc.subscription.topic.not.found",
+      };
+    const n = req.num_requested ?? 0;
+    if (n < 1 || n > 100) {
+      return {
+        code: status.INVALID_ARGUMENT,
+        details: `num_requested must be 1..100, got ${n}`,
+        errorCode: "sfdc.platform.eventbus.grpc.flow.control.invalid.num.requested",
+      };
+    }
+    let next: number;
+    const preset = req.replay_preset ?? "LATEST";
+    if (preset === "EARLIEST") next = topic.firstRetained;
+    else if (preset === "CUSTOM") {
+      const rejection = this.#customRejection;
+      this.#customRejection = undefined;
+      if (rejection) return rejection;
+      const id = req.replay_id ?? Buffer.alloc(0);
+      const seq = id.length === 8 ? Number(id.readBigUInt64BE()) : -1;
+      if (seq < topic.firstRetained - 1 || seq > topic.max) {
+        return {
+          code: status.INVALID_ARGUMENT,
+          details: "The Replay ID validation failed. Ensure that the Replay ID is valid.",
+          errorCode: CORRUPTED_REPLAY_ID_CODE,
+        };
+      }
+      next = seq + 1;
+    } else next = topic.max + 1;
+    const stream = new SimStream(
+      this.#nextId++,
+      call,
+      topic,
+      next,
+      this.#state.opts.keepaliveMs ?? 270_000,
+      this.#state.opts.maxBatch ?? 100,
+    );
+    this.#streams.push(stream);
+    return stream;
+  }
+
+  #getSchema(call: ServerUnaryCall<SchemaRequest, SchemaInfo>, cb: sendUnaryData<SchemaInfo>): void {
+    this.schemaCalls++;
+    const fault = this.#authFault(call.metadata) ?? this.#schemaFaults.shift();
+    if (fault) {
+      cb(grpcError(fault));
+      return;
+    }
+    for (const topic of this.#state.topics.values()) {
+      if (topic.schema.schemaId === call.request.schema_id) {
+        cb(null, {
+          schema_json: topic.schema.schemaJson,
+          schema_id: topic.schema.schemaId,
+          rpc_id: "rpc-schema",
+        });
+        return;
+      }
+    }
+    cb(grpcError({ code: status.NOT_FOUND, details: `schema ${call.request.schema_id} not found` }));
+  }
+
+  #getTopic(call: ServerUnaryCall<TopicRequest, TopicInfo>, cb: sendUnaryData<TopicInfo>): void {
+    const fault = this.#authFault(call.metadata);
+    if (fault) {
+      cb(grpcError(fault));
+      return;
+    }
+    const topic = this.#state.topics.get(call.request.topic_name);
+    if (!topic) {
+      cb(grpcError({ code: status.NOT_FOUND, details: `Topic ${call.request.topic_name} not found` }));
+      return;
+    }
+    cb(null, {
+      topic_name: call.request.topic_name,
+      tenant_guid: this.#state.orgId,
+      can_publish: true,
+      can_subscribe: true,
+      schema_id: topic.schema.schemaId,
+      rpc_id: "rpc-topic",
+    });
+  }
+
+  #active(topic?: string): SimStream[] {
+    return this.#streams.filter((s) => !s.closed && (topic === undefined || s.topic.schema.topic === topic));
+  }
+
+  // Faults -----------------------------------------------------------------------------------------
+
+  endStreams(topic?: string): number {
+    const hit = this.#active(topic);
+    for (const s of hit) s.end();
+    return hit.length;
+  }
+
+  failStreams(fault: GrpcFault, topic?: string): number {
+    const hit = this.#active(topic);
+    for (const s of hit) s.fail(fault);
+    return hit.length;
+  }
+
+  failNextSubscribes(count: number, fault: GrpcFault): void {
+    for (let i = 0; i < count; i++) this.#subscribeFaults.push(fault);
+  }
+
+  failNextSchemas(count: number, fault: GrpcFault): void {
+    for (let i = 0; i < count; i++) this.#schemaFaults.push(fault);
+  }
+
+  rejectNextCustom(fault: GrpcFault): void {
+    this.#customRejection = fault;
+  }
+
+  stallStreams(topic?: string): void {
+    for (const s of this.#active(topic)) s.stall();
+  }
+
+  resumeStreams(): void {
+    for (const s of this.#active()) s.resume();
+  }
+
+  streamStats(): StreamStats[] {
+    return this.#streams.map((s) => s.stats());
+  }
+}

@@ -1,0 +1,72 @@
+// Wildcard topic discovery through describeGlobal (spec A §2.3, with fix #122): every `*EventStream`
+// sObject, plus `<X>Event` when its `<X>EventStore` twin exists (the newer RTEM generation).
+import type { TokenSource } from "../salesforce/auth.ts";
+import { getWithBearer } from "../salesforce/auth-http.ts";
+import { Sf2LokiError } from "../errors.ts";
+
+export interface TopicDiscoverer {
+  discover(signal?: AbortSignal): Promise<string[]>;
+}
+
+export class DiscoveryError extends Sf2LokiError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("SF2LOKI_PUBSUB_DISCOVERY", message, options);
+  }
+}
+
+export interface DiscoveredTopics {
+  streams: string[];
+  storePairs: string[];
+}
+
+/** The topics a describeGlobal sObject list implies, split by the rule that found each. */
+export function topicsFromSObjects(names: readonly string[]): DiscoveredTopics {
+  const all = new Set(names);
+  const streams = names.filter((n) => n.endsWith("EventStream")).map((n) => `/event/${n}`);
+  const storePairs = names
+    .filter((n) => n.endsWith("Event") && all.has(`${n}Store`))
+    .map((n) => `/event/${n}`);
+  return { streams: [...new Set(streams)].sort(), storePairs: [...new Set(storePairs)].sort() };
+}
+
+export class DescribeGlobalDiscoverer implements TopicDiscoverer {
+  readonly #auth: TokenSource;
+  readonly #apiVersion: string;
+  readonly #onResult: ((found: DiscoveredTopics) => void) | undefined;
+
+  constructor(auth: TokenSource, apiVersion: string, onResult?: (found: DiscoveredTopics) => void) {
+    this.#auth = auth;
+    this.#apiVersion = apiVersion;
+    this.#onResult = onResult;
+  }
+
+  async discover(signal?: AbortSignal): Promise<string[]> {
+    // One retry after a 401, with a fresh token (the session may have been rotated under us).
+    for (let attempt = 1; ; attempt++) {
+      const token = await this.#auth.token(signal);
+      const url = `${token.instanceUrl}/services/data/v${this.#apiVersion}/sobjects/`;
+      const res = await getWithBearer(url, token.accessToken, signal);
+      if (res.status === 401 && attempt === 1) {
+        this.#auth.invalidate(token.accessToken);
+        continue;
+      }
+      if (res.status < 200 || res.status >= 300) {
+        throw new DiscoveryError(
+          `describeGlobal at ${url} failed: HTTP ${res.status} — ${res.body.slice(0, 200)}`,
+        );
+      }
+      let names: string[];
+      try {
+        const body = JSON.parse(res.body) as { sobjects?: { name?: unknown }[] };
+        names = (body.sobjects ?? []).map((s) => s.name).filter((n): n is string => typeof n === "string");
+      } catch (err) {
+        throw new DiscoveryError(`describeGlobal at ${url} returned non-JSON: ${res.body.slice(0, 200)}`, {
+          cause: err,
+        });
+      }
+      const found = topicsFromSObjects(names);
+      this.#onResult?.(found);
+      return [...found.streams, ...found.storePairs].sort();
+    }
+  }
+}

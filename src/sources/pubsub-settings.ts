@@ -1,0 +1,32 @@
+// The Pub/Sub source's slice of the config (snake_case exactly as in the YAML) and the org it runs for.
+import type { ReplayPresetName } from "../salesforce/pubsub/proto.ts";
+
+export interface PubSubSettings {
+  enabled: boolean;
+  endpoint: string;
+  /** Credits per FetchRequest, 1..100. */
+  default_num_requested: number;
+  replay_preset: ReplayPresetName;
+  /** Explicit topics and/or the `*` discovery marker. */
+  topics: string[];
+  include: string[];
+  exclude: string[];
+  /** Milliseconds; 0 = discover at startup only. */
+  rediscovery_interval: number;
+  /** Topic glob → keep rate in (0, 1]; first match in map order wins. */
+  sample: Record<string, number>;
+  /** 0 disables byte accounting on the bridge. */
+  bridge_max_bytes: number;
+  /** Plaintext gRPC; only for a loopback simulator. */
+  insecure?: boolean;
+}
+
+export interface OrgIdentity {
+  /** "" in single-org mode. */
+  name: string;
+  orgId?: string;
+  environment: string;
+}
+
+/** A compiled transform chain (owned by the egress module); returns false to drop the row. */
+export type PayloadTransform = (payload: Record<string, unknown>) => boolean;

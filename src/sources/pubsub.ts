@@ -1,0 +1,240 @@
+// PubSubSource (`pubsub`, the streaming lane, spec A §4): one task per topic, all merged through a
+// bounded bridge into one async stream; wildcard discovery and periodic rediscovery.
+import { metrics, type Meter } from "@opentelemetry/api";
+import type { LogEntry } from "../model.ts";
+import { systemClock, type Clock } from "../util/clock.ts";
+import { retry } from "../util/retry.ts";
+import { silentLogger, type Logger } from "../obs/logger.ts";
+import type { TokenSource } from "../salesforce/auth.ts";
+import { PubSubClient, type PubSubSubscriber } from "../salesforce/pubsub/client.ts";
+import type { CheckpointReader, Source } from "./source.ts";
+import { categoryOfTopic } from "./overlap.ts";
+import { Bridge } from "./pubsub-bridge.ts";
+import { DescribeGlobalDiscoverer, type TopicDiscoverer } from "./pubsub-discovery.ts";
+import type { OrgIdentity, PayloadTransform, PubSubSettings } from "./pubsub-settings.ts";
+import {
+  RECONNECT_BASE_MS,
+  RECONNECT_CAP_MS,
+  TopicTask,
+  stopped,
+  type SourceInstruments,
+  type TopicTaskContext,
+} from "./pubsub-task.ts";
+import { filterTopics, hasWildcard } from "./pubsub-topics.ts";
+
+export type { PubSubSettings, OrgIdentity, PayloadTransform } from "./pubsub-settings.ts";
+
+export const BRIDGE_MAX_ENTRIES = 1000;
+const DISCOVERY_ATTEMPTS = 3;
+
+export interface PubSubSourceOptions {
+  settings: PubSubSettings;
+  auth: TokenSource;
+  org: OrgIdentity;
+  /** For describeGlobal discovery (default "60.0"). */
+  apiVersion?: string;
+  /** Defaults to a PubSubClient on `settings.endpoint`, created per run and closed after it. */
+  client?: PubSubSubscriber;
+  /** Defaults to describeGlobal; only used when `topics` holds `*`. */
+  discoverer?: TopicDiscoverer;
+  /** Categories other sources of this org own explicitly; discovered topics in them are skipped. */
+  ownedCategories?: ReadonlySet<string>;
+  /** `sink.loki.structured_metadata_fields`. */
+  structuredMetadataFields?: readonly string[];
+  transform?: PayloadTransform;
+  clock?: Clock;
+  logger?: Logger;
+  meter?: Meter;
+  bridgeMaxEntries?: number;
+  /** Passed to the default client; 0 disables the stall watchdog. */
+  stallTimeoutMs?: number;
+}
+
+export class PubSubSource implements Source {
+  readonly name = "pubsub" as const;
+  readonly #o: PubSubSourceOptions;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #meter: Meter;
+  readonly #m: SourceInstruments;
+  readonly #discoverer: TopicDiscoverer;
+
+  constructor(opts: PubSubSourceOptions) {
+    this.#o = opts;
+    this.#clock = opts.clock ?? systemClock;
+    this.#log = (opts.logger ?? silentLogger).child({
+      component: "pubsub",
+      ...(opts.org.name ? { org: opts.org.name } : {}),
+    });
+    this.#meter = opts.meter ?? metrics.getMeter("sf2loki");
+    const meter = this.#meter;
+    this.#m = {
+      streamUp: meter.createGauge("sf2loki_pubsub_stream_up", { description: "1 healthy / 0 erroring" }),
+      reconnects: meter.createCounter("sf2loki_pubsub_reconnects", { description: "Stream reconnects" }),
+      replayFallbacks: meter.createCounter("sf2loki_pubsub_replay_fallbacks", {
+        description: "Resubscribed from EARLIEST after a rejected replay id",
+      }),
+      checkpointLoadErrors: meter.createCounter("sf2loki_checkpoint_load_errors", {
+        description: "Stored checkpoints that could not be used",
+      }),
+      timestampFallbacks: meter.createCounter("sf2loki_timestamp_fallbacks", {
+        description: "Entries whose timestamp came from a fallback",
+      }),
+      sampledOut: meter.createCounter("sf2loki_entries_sampled_out", {
+        description: "Entries dropped by sampling",
+      }),
+    };
+    this.#discoverer =
+      opts.discoverer ??
+      new DescribeGlobalDiscoverer(opts.auth, opts.apiVersion ?? "60.0", (found) => {
+        this.#log.info({ eventStream: found.streams, storePair: found.storePairs }, "topics discovered");
+      });
+  }
+
+  /** Explicit topics after dedupe and include/exclude: what the overlap guard and ELF exclusion see. */
+  explicitTopics(): string[] {
+    const s = this.#o.settings;
+    return filterTopics(s.topics, { include: s.include, exclude: s.exclude });
+  }
+
+  async *events(state: CheckpointReader, outer: AbortSignal): AsyncGenerator<LogEntry, void, undefined> {
+    const s = this.#o.settings;
+    if (!s.enabled) return;
+    const stop = new AbortController();
+    const signal = AbortSignal.any([outer, stop.signal]);
+    // A fresh bridge per run: charges of entries that died with an old run cannot leak (#92).
+    const bridge = new Bridge(this.#o.bridgeMaxEntries ?? BRIDGE_MAX_ENTRIES, s.bridge_max_bytes);
+    const ownClient = this.#o.client === undefined;
+    const client =
+      this.#o.client ??
+      new PubSubClient({
+        endpoint: s.endpoint,
+        auth: this.#o.auth,
+        insecure: s.insecure === true,
+        clock: this.#clock,
+        logger: this.#log,
+        meter: this.#meter,
+        ...(this.#o.stallTimeoutMs !== undefined ? { stallTimeoutMs: this.#o.stallTimeoutMs } : {}),
+      });
+    const ctx: TopicTaskContext = {
+      state,
+      bridge,
+      client,
+      settings: s,
+      org: this.#o.org,
+      clock: this.#clock,
+      log: this.#log,
+      m: this.#m,
+      metadataFields: this.#o.structuredMetadataFields ?? [],
+      transform: this.#o.transform,
+      signal,
+    };
+    const tasks: Promise<void>[] = [];
+    const running = new Set<string>();
+    let producers = 0;
+    const spawn = (topic: string): void => {
+      running.add(topic);
+      producers++;
+      tasks.push(new TopicTask(ctx, topic).run());
+    };
+
+    const explicit = this.explicitTopics();
+    for (const t of explicit) spawn(t);
+    const wildcard = hasWildcard(s.topics);
+    if (wildcard) {
+      const found = await this.#discoverWithRetries(signal);
+      if (found) for (const t of this.#acceptDiscovered(found, running)) spawn(t);
+      if (s.rediscovery_interval > 0) {
+        producers++;
+        tasks.push(this.#rediscover(signal, bridge, running, spawn));
+      }
+    }
+    try {
+      while (producers > 0) {
+        const entry = await bridge.take(signal);
+        if (entry === null) producers--;
+        else yield entry;
+      }
+    } catch (err) {
+      if (!signal.aborted) throw err;
+    } finally {
+      stop.abort();
+      bridge.clear();
+      await Promise.allSettled(tasks);
+      if (ownClient && client instanceof PubSubClient) client.close();
+    }
+  }
+
+  /** Filtered, not already running, not owned by another source of this org (logged per skip). */
+  #acceptDiscovered(found: readonly string[], running: ReadonlySet<string>): string[] {
+    const s = this.#o.settings;
+    const owned = this.#o.ownedCategories;
+    const out: string[] = [];
+    for (const topic of filterTopics(found, { include: s.include, exclude: s.exclude })) {
+      if (running.has(topic)) continue;
+      const category = categoryOfTopic(topic);
+      if (owned?.has(category)) {
+        this.#log.info(
+          { topic, category },
+          "discovered topic skipped: its category is owned by another source",
+        );
+        continue;
+      }
+      out.push(topic);
+    }
+    return out;
+  }
+
+  async #discoverWithRetries(signal: AbortSignal): Promise<string[] | undefined> {
+    try {
+      return await retry(({ signal: s }) => this.#discoverer.discover(s), {
+        policy: {
+          maxAttempts: DISCOVERY_ATTEMPTS,
+          backoffMs: (attempt, random) => {
+            const b = Math.min(RECONNECT_CAP_MS, RECONNECT_BASE_MS * 2 ** (attempt - 1));
+            return b + random() * (b / 2);
+          },
+        },
+        clock: this.#clock,
+        isTransient: () => true,
+        signal,
+      });
+    } catch (err) {
+      if (!signal.aborted) {
+        this.#log.error(
+          { err: String(err) },
+          "topic discovery failed; wildcard topics dropped for this pass",
+        );
+      }
+      return undefined;
+    }
+  }
+
+  async #rediscover(
+    signal: AbortSignal,
+    bridge: Bridge,
+    running: Set<string>,
+    spawn: (topic: string) => void,
+  ): Promise<void> {
+    const interval = this.#o.settings.rediscovery_interval;
+    try {
+      while (!signal.aborted) {
+        await this.#clock.sleep(interval * (0.9 + 0.2 * this.#clock.random()), signal).catch(() => undefined);
+        if (stopped(signal)) return;
+        let found: string[];
+        try {
+          found = await this.#discoverer.discover(signal);
+        } catch (err) {
+          if (!stopped(signal))
+            this.#log.warn({ err: String(err) }, "topic rediscovery failed; will try next interval");
+          continue;
+        }
+        const fresh = this.#acceptDiscovered(found, running);
+        if (fresh.length > 0) this.#log.info({ topics: fresh }, "new topics discovered; subscribing");
+        for (const t of fresh) spawn(t);
+      }
+    } finally {
+      bridge.sentinel();
+    }
+  }
+}
