@@ -1,15 +1,30 @@
-// `sf2loki --config c.yaml`: the daemon.
+// `sf2loki --config c.yaml`: the daemon. Runs until SIGINT/SIGTERM or until every finite source is done.
+import { createApp } from "../app.ts";
 import { loadConfig } from "../config/load.ts";
-import { buildOffline } from "../wiring.ts";
+import { createLogger } from "../obs/logger.ts";
 import { reportError, type CliIO, EXIT_OK } from "./exit.ts";
+import { VERSION } from "./version.ts";
 
 export async function runDaemon(configPath: string | undefined, io: CliIO): Promise<number> {
+  const stop = new AbortController();
+  const onSignal = (): void => {
+    stop.abort();
+  };
   try {
     const config = await loadConfig(configPath, io.env);
-    await buildOffline(config);
-    io.stderr("sf2loki: the daemon's data path is not wired yet; the configuration is valid\n");
+    const format = config.service.log_format === "json" && io.isTTY ? "text" : config.service.log_format;
+    const logger = createLogger({ level: config.service.log_level, format });
+    const app = createApp(config, { logger, version: VERSION });
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+    await app.run(stop.signal);
+    logger.info("sf2loki stopped");
+    logger.flush();
     return EXIT_OK;
   } catch (err) {
     return reportError(err, io);
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
   }
 }

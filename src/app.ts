@@ -1,0 +1,285 @@
+// The composition root's running half: health server, startup auth probe, leadership, the pipeline per
+// acquisition, and an orderly shutdown (pipeline, sink, store last). A fenced commit demotes this
+// process to standby in place; it never exits 0 for it (#97).
+
+import type { Config } from "./config/schema.ts";
+import { describeError } from "./errors.ts";
+import { startHealthServer, type HealthServer } from "./obs/health.ts";
+import { silentLogger, type Logger } from "./obs/logger.ts";
+import { createMetrics, StateGauge, type Metrics } from "./obs/metrics.ts";
+import { StateFenceError } from "./state/errors.ts";
+import { systemClock, type Clock } from "./util/clock.ts";
+import { buildGraph, type Graph } from "./wiring.ts";
+import type { Labels } from "./model.ts";
+import type { Sink } from "./sinks/sink.ts";
+
+export interface AppDeps {
+  clock?: Clock;
+  logger?: Logger;
+  /** Overrides `service.health_addr` (tests and the demo bind 127.0.0.1:0). */
+  healthAddr?: string;
+  /** Skip the health server entirely (embedded runs). */
+  noHealthServer?: boolean;
+  sink?: Sink;
+  version?: string;
+}
+
+export interface App {
+  readonly graph: Graph;
+  /** Runs until `signal` aborts or every finite source is done; rejects on a crash. */
+  run(signal: AbortSignal): Promise<void>;
+  status(): Record<string, unknown>;
+  /** The health server's URL once run() started it. */
+  healthUrl(): string | undefined;
+}
+
+/** Builds the whole graph offline (no network); the same wiring `--check` validates. */
+export function createApp(config: Config, deps: AppDeps = {}): App {
+  const clock = deps.clock ?? systemClock;
+  const logger = deps.logger ?? silentLogger;
+  const metrics: Metrics = createMetrics({
+    version: deps.version ?? "0.0.0",
+    telemetry: { ...config.service.telemetry, headers: telemetryHeaders(config) },
+  });
+  const graph = buildGraph(config, {
+    clock,
+    logger,
+    meter: metrics.meter,
+    ...(deps.sink ? { sink: deps.sink } : {}),
+  });
+  return new RunningApp(config, graph, metrics, clock, logger, deps);
+}
+
+function telemetryHeaders(config: Config): Record<string, string> {
+  const t = config.service.telemetry;
+  if (!t.enabled || t.auth === "none") return { ...t.headers };
+  const user = t.basic_auth_user || config.sink.loki.tenant_id || "";
+  const token = t.basic_auth_token ?? config.sink.loki.auth_token ?? "";
+  return { Authorization: `Basic ${Buffer.from(`${user}:${token}`).toString("base64")}`, ...t.headers };
+}
+
+/** Hides `user:password@` in a URL before it is logged (#125). */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/[^/@]*@/, "//***@");
+}
+
+class RunningApp implements App {
+  readonly graph: Graph;
+  readonly #config: Config;
+  readonly #metrics: Metrics;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #deps: AppDeps;
+  readonly #leader: StateGauge;
+  #notReady: string | undefined = "not ready";
+  #health: HealthServer | undefined;
+  #isLeader = false;
+  #orgsFailing = new Set<string>();
+
+  constructor(config: Config, graph: Graph, metrics: Metrics, clock: Clock, logger: Logger, deps: AppDeps) {
+    this.#config = config;
+    this.graph = graph;
+    this.#metrics = metrics;
+    this.#clock = clock;
+    this.#log = logger.child({ component: "app" });
+    this.#deps = deps;
+    this.#leader = new StateGauge(metrics.meter, "sf2loki_leader", "1 while this replica leads");
+  }
+
+  healthUrl(): string | undefined {
+    return this.#health?.url;
+  }
+
+  status(): Record<string, unknown> {
+    return {
+      leader: this.#isLeader,
+      ready: this.#notReady === undefined,
+      not_ready_reason: this.#notReady ?? null,
+      coordinator: { type: this.#config.coordinate.type, holder: this.graph.coordinator.holder ?? null },
+      orgs: this.graph.orgs.map((o) => ({
+        name: o.org.name || "<single-org>",
+        auth_failing: this.#orgsFailing.has(o.org.name),
+      })),
+      pipeline: this.graph.pipeline.status(),
+      state: this.graph.store.location,
+    };
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    const stop = new AbortController();
+    const onStop = (): void => {
+      stop.abort();
+    };
+    signal.addEventListener("abort", onStop, { once: true });
+    if (signal.aborted) stop.abort();
+    let crash: unknown;
+    try {
+      this.#banner();
+      if (!this.#deps.noHealthServer) await this.#startHealth();
+      await this.#probeOrgs();
+      crash = await this.#lead(stop);
+    } finally {
+      signal.removeEventListener("abort", onStop);
+      await this.#close();
+    }
+    if (crash !== undefined) throw crash instanceof Error ? crash : new Error(describeError(crash));
+  }
+
+  #banner(): void {
+    const c = this.#config;
+    this.#log.info(
+      {
+        orgs: this.graph.orgs.map((o) => o.org.name || "single"),
+        topics: this.graph.orgs.flatMap((o) => o.org.sources.pubsub.topics),
+        sink: redactUrl(c.sink.loki.url),
+        state: this.graph.store.location,
+        coordinate: c.coordinate.type,
+        health: this.#deps.healthAddr ?? c.service.health_addr,
+      },
+      "sf2loki starting",
+    );
+  }
+
+  async #startHealth(): Promise<void> {
+    this.#health = await startHealthServer({
+      addr: this.#deps.healthAddr ?? this.#config.service.health_addr,
+      readiness: { notReadyReason: () => this.#notReady, degradation: () => this.#degradation() },
+      status: () => this.status(),
+      metrics: this.#metrics.handlePrometheus,
+    });
+  }
+
+  #degradation(): string | undefined {
+    const failing = [...this.#orgsFailing][0];
+    if (failing !== undefined) return `degraded: org ${failing} auth failing`;
+    const limit = this.#config.service.unready_after_sink_failing;
+    const since = this.graph.pipeline.sinkFailingSince();
+    if (limit > 0 && since !== undefined) {
+      const forMs = this.#clock.monotonic() - since;
+      if (forMs > limit) {
+        const d = forMs >= 60_000 ? `${Math.floor(forMs / 60_000)}m` : `${Math.floor(forMs / 1000)}s`;
+        return `degraded: loki pushes failing for ${d}`;
+      }
+    }
+    return undefined;
+  }
+
+  /** Single-org: a failed probe aborts startup. Multi-org: starts if at least one org authenticates. */
+  async #probeOrgs(): Promise<void> {
+    const results = await Promise.allSettled(this.graph.orgs.map((o) => o.auth.token()));
+    const failures = results.flatMap((r, i) =>
+      r.status === "rejected" ? [{ org: this.graph.orgs[i]!, err: r.reason as unknown }] : [],
+    );
+    if (failures.length === results.length && failures[0]) throw failures[0].err;
+    for (const f of failures) {
+      this.#orgsFailing.add(f.org.org.name);
+      this.#log.error(
+        { org: f.org.org.name, err: describeError(f.err) },
+        "org failed its startup auth probe; its sources retry in the background",
+      );
+    }
+    const loki = this.#config.sink.loki.labels;
+    const base: Labels = { job: "sf2loki", service_name: "sf2loki" };
+    if (this.graph.orgs.length === 1 && this.graph.orgs[0]!.org.name === "") {
+      const only = this.graph.orgs[0]!;
+      let orgId: string | undefined;
+      try {
+        orgId = await only.auth.orgId();
+      } catch (err) {
+        this.#log.warn(
+          { err: describeError(err) },
+          "org id unresolved; the sf_org_id label is omitted (set salesforce.org_id to avoid the userinfo call)",
+        );
+      }
+      this.graph.pipeline.setStaticLabels({
+        ...base,
+        environment: only.org.salesforce.environment,
+        ...(orgId ? { sf_org_id: orgId } : {}),
+        ...loki,
+      });
+    } else {
+      this.graph.pipeline.setStaticLabels({ ...base, ...loki });
+    }
+  }
+
+  /** Campaigns for leadership until stop; returns the crash that ended the run, if any. */
+  async #lead(stop: AbortController): Promise<unknown> {
+    let crash: unknown;
+    let current: { abort: AbortController; done: Promise<void> } | undefined;
+
+    const startRun = (): void => {
+      const abort = new AbortController();
+      const done = this.graph.pipeline.run(abort.signal).then(
+        () => {
+          // Finished without being told to: every source was finite. A clean end of the process.
+          if (!abort.signal.aborted) stop.abort();
+        },
+        (err: unknown) => {
+          if (err instanceof StateFenceError) {
+            // A newer leader owns the checkpoints: demote in place and wait to lead again (#97).
+            this.#log.warn({ err: err.message }, "fenced: another replica leads now; standing by");
+            this.#demote();
+            return;
+          }
+          this.#log.error({ err: describeError(err) }, "pipeline crashed; stopping");
+          crash = err;
+          stop.abort();
+        },
+      );
+      current = { abort, done };
+    };
+
+    const stopRun = async (): Promise<void> => {
+      if (!current) return;
+      current.abort.abort();
+      await current.done;
+      current = undefined;
+    };
+
+    await this.graph.coordinator.run({
+      signal: stop.signal,
+      onAcquire: () => {
+        this.#isLeader = true;
+        this.#leader.set(1);
+        this.#notReady = undefined;
+        this.#log.info("leading: starting sources and pipeline");
+        startRun();
+        return Promise.resolve();
+      },
+      onLose: async () => {
+        this.#log.info("leadership lost or stopping: draining");
+        await stopRun();
+        this.#demote();
+      },
+    });
+    // noop returns without onLose; drain here.
+    await stopRun();
+    this.#isLeader = false;
+    this.#leader.set(0);
+    return crash;
+  }
+
+  #demote(): void {
+    this.#isLeader = false;
+    this.#leader.set(0);
+    this.#notReady = "standby";
+    this.graph.pipeline.resetState();
+  }
+
+  async #close(): Promise<void> {
+    this.#notReady = "not ready";
+    const steps: [string, () => Promise<void>][] = [
+      ["sink", () => this.graph.sink.close()],
+      ["state store", () => this.graph.store.close()],
+      ["health server", () => this.#health?.close() ?? Promise.resolve()],
+      ["metrics", () => this.#metrics.shutdown()],
+    ];
+    for (const [what, step] of steps) {
+      try {
+        await step();
+      } catch (err) {
+        this.#log.warn({ err: describeError(err) }, `closing ${what} failed`);
+      }
+    }
+  }
+}
