@@ -42,6 +42,10 @@ function memoryStore(): CheckpointStore & { writes: number } {
       for (const key in items) doc.set(key, items[key]!);
       return Promise.resolve();
     },
+    replace(items) {
+      doc.clear();
+      return this.commitMany(items);
+    },
     delete: (key) => Promise.resolve(void doc.delete(key)),
     snapshot: () => Promise.resolve(Object.fromEntries(doc)),
     reset: () => undefined,

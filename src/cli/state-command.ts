@@ -189,11 +189,10 @@ export function stateCommand(io: CliIO, setExit: (code: number) => void): Comman
       setExit(
         await withStore(io, opts, "import", async (store) => {
           const current = await store.snapshot();
-          const stale = opts.replace
-            ? Object.keys(current).filter((k) => !(k in incoming) && !RESERVED_KEYS.has(k))
-            : [];
-          await store.commitMany(incoming);
-          for (const key of stale) await store.delete(key);
+          const stale = opts.replace ? Object.keys(current).filter((k) => !(k in incoming)) : [];
+          // One write either way: a merge, or the whole document replaced.
+          if (opts.replace) await store.replace(incoming);
+          else await store.commitMany(incoming);
           const dropped = stale.length > 0 ? `, removed ${stale.length}` : "";
           io.stdout(
             `sf2loki: imported ${Object.keys(incoming).length} checkpoint(s) from ${file}${dropped}\n`,

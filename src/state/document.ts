@@ -56,6 +56,13 @@ export function withoutReserved(doc: Readonly<CheckpointDocument>): CheckpointDo
   return out;
 }
 
+/** Only the reserved keys of `doc` (the fence epoch), kept across a whole-document replace. */
+export function reservedOf(doc: Readonly<CheckpointDocument>): CheckpointDocument {
+  const out: CheckpointDocument = {};
+  for (const [key, value] of Object.entries(doc)) if (RESERVED_KEYS.has(key)) out[key] = value;
+  return out;
+}
+
 export function withoutKey(doc: Readonly<CheckpointDocument>, key: string): CheckpointDocument {
   const out: CheckpointDocument = { ...doc };
   // eslint-disable-next-line @typescript-eslint/no-dynamic-delete -- the document is a string map by design

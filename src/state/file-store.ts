@@ -11,6 +11,7 @@ import {
   parseDocument,
   serialiseDocument,
   withoutKey,
+  reservedOf,
   withoutReserved,
   type CheckpointDocument,
 } from "./document.ts";
@@ -79,6 +80,10 @@ export class FileCheckpointStore implements CheckpointStore {
 
   async commitMany(items: Readonly<Record<string, string>>): Promise<void> {
     await this.#mutate((doc) => ({ ...doc, ...items }));
+  }
+
+  async replace(items: Readonly<Record<string, string>>): Promise<void> {
+    await this.#mutate((doc) => ({ ...reservedOf(doc), ...withoutReserved(items) }));
   }
 
   async delete(key: string): Promise<void> {

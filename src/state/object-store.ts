@@ -15,6 +15,7 @@ import {
   parseDocument,
   serialiseDocument,
   withoutKey,
+  reservedOf,
   withoutReserved,
   type CheckpointDocument,
 } from "./document.ts";
@@ -74,6 +75,14 @@ export class ObjectCheckpointStore implements CheckpointStore {
       await this.#fence?.();
       const doc = await this.#loaded();
       await this.#write({ ...doc, ...items }, "commit");
+    });
+  }
+
+  async replace(items: Readonly<Record<string, string>>): Promise<void> {
+    await this.#mutex.run(async () => {
+      await this.#fence?.();
+      const doc = await this.#loaded();
+      await this.#write({ ...reservedOf(doc), ...withoutReserved(items) }, "replace");
     });
   }
 

@@ -52,6 +52,15 @@ export class OrgCheckpointView implements CheckpointStore {
     return this.inner.commitMany(prefixed);
   }
 
+  /** Replaces only this org's keys: every other org's checkpoints are kept. */
+  async replace(items: Readonly<Record<string, string>>): Promise<void> {
+    const all = await this.inner.snapshot();
+    const next: Record<string, string> = {};
+    for (const [key, value] of Object.entries(all)) if (!key.startsWith(this.#prefix)) next[key] = value;
+    for (const [key, value] of Object.entries(items)) next[this.#prefix + key] = value;
+    return this.inner.replace(next);
+  }
+
   delete(key: string): Promise<void> {
     return this.inner.delete(this.#prefix + key);
   }

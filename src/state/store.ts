@@ -10,6 +10,11 @@ export interface CheckpointStore {
   commit(key: string, value: string): Promise<void>;
   /** Merges every item and persists with exactly one write. */
   commitMany(items: Readonly<Record<string, string>>): Promise<void>;
+  /**
+   * Makes the document exactly `items` (reserved keys kept) with one write: `state import --replace`,
+   * so moving checkpoints between backends is one CAS-protected step.
+   */
+  replace(items: Readonly<Record<string, string>>): Promise<void>;
   /** Removes one key; no write at all when the key is absent. */
   delete(key: string): Promise<void>;
   /** The whole document, reserved keys excluded, read fresh from the backend. */

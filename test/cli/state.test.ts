@@ -135,3 +135,33 @@ test("a corrupt S3 object: exit 1 naming the object and the recovery, no stack",
   assert.match(r.stderr, /restore an earlier version|remove it/);
   assert.doesNotMatch(r.stderr, /\n\s+at /);
 });
+
+test("import --replace is one write that keeps the fence epoch", async (t) => {
+  const s3 = new S3Emulator();
+  await s3.start();
+  t.after(() => s3.close());
+  s3.putObject(
+    "state-bucket",
+    "sf2loki/state.json",
+    JSON.stringify({ __fence_epoch__: "4", a: "1", b: "2" }),
+  );
+  const dir = tempDir();
+  const config = writeFile(
+    dir,
+    "s3.yaml",
+    `${BASE}state: {store: s3, s3: {bucket: state-bucket, region: us-east-1, endpoint_url: "${s3.url}"}}\n`,
+  );
+  const file = writeFile(dir, "in.json", JSON.stringify({ b: "3", c: "4" }));
+  const saved = { ...process.env };
+  Object.assign(process.env, { AWS_ACCESS_KEY_ID: "test", AWS_SECRET_ACCESS_KEY: "test" });
+  t.after(() => {
+    process.env = saved;
+  });
+  const before = s3.writes.length;
+  const r = await cli(["state", "import", file, "--replace", "--config", config]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /imported 2 checkpoint\(s\) .*, removed 1/);
+  assert.equal(s3.writes.length - before, 1, "exactly one PUT");
+  const stored = s3.getObject("state-bucket", "sf2loki/state.json");
+  assert.deepEqual(JSON.parse(String(stored?.bytes)), { __fence_epoch__: "4", b: "3", c: "4" });
+});

@@ -79,6 +79,12 @@ export class MemoryStore implements CheckpointStore {
     return this.commitMany({ [key]: value });
   }
 
+  async replace(items: Readonly<Record<string, string>>): Promise<void> {
+    await this.#fence?.();
+    this.doc.clear();
+    await this.commitMany(items);
+  }
+
   async commitMany(items: Readonly<Record<string, string>>): Promise<void> {
     await this.#fence?.();
     if (this.#failNext !== undefined) {
