@@ -70,3 +70,31 @@ test("the installed bin runs as a process and sets the exit code", () => {
   const bad = spawnSync(process.execPath, [bin, "--config", INVALID, "--check"], { encoding: "utf8" });
   assert.equal(bad.status, 2);
 });
+
+test("wiring guards are config errors: a static label outside the allowlist fails --check and run with exit 2", async () => {
+  const bad = writeFile(
+    dir,
+    "labels.yaml",
+    "salesforce: {client_id: a, username: u, private_key: k}\nsink: {loki: {url: 'http://127.0.0.1:1/push', labels: {team: x, source: y}}}\n",
+  );
+  const check = await cli(["--check", "--config", bad]);
+  assert.equal(check.code, 2);
+  assert.match(check.stderr, /^config check FAILED: sink\.loki\.labels: source \(reserved.*team \(not in the allowlist\)/);
+  const run = await cli(["--config", bad]);
+  assert.equal(run.code, 2);
+  assert.doesNotMatch(run.stderr, /\n\s+at /);
+});
+
+test("the public API exports what embedders need", async () => {
+  const api = await import("../../src/index.ts");
+  for (const name of [
+    "loadConfig",
+    "createApp",
+    "buildStore",
+    "ConfigError",
+    "StateStoreConflictError",
+    "StateFenceError",
+  ]) {
+    assert.ok(name in api, name);
+  }
+});
