@@ -79,7 +79,10 @@ test("wiring guards are config errors: a static label outside the allowlist fail
   );
   const check = await cli(["--check", "--config", bad]);
   assert.equal(check.code, 2);
-  assert.match(check.stderr, /^config check FAILED: sink\.loki\.labels: source \(reserved.*team \(not in the allowlist\)/);
+  assert.match(
+    check.stderr,
+    /^config check FAILED: sink\.loki\.labels: source \(reserved.*team \(not in the allowlist\)/,
+  );
   const run = await cli(["--config", bad]);
   assert.equal(run.code, 2);
   assert.doesNotMatch(run.stderr, /\n\s+at /);
