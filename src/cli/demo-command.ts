@@ -19,7 +19,7 @@ interface DemoOptions {
   json?: boolean;
 }
 
-function positiveInt(text: string, flag: string): number {
+export function positiveInt(text: string, flag: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n <= 0)
     throw new UsageError(`${flag} must be a positive whole number, got '${text}'`);
@@ -47,6 +47,33 @@ export function demoCommand(io: CliIO, setExit: (code: number) => void): Command
         }),
       );
     });
+}
+
+interface DemoStatus {
+  pipeline?: {
+    lanes: Record<string, { queued_bytes?: number }>;
+    checkpoints: Record<string, { last_commit_ms: number }>;
+  };
+}
+
+/** One live line: progress, rate, queued bytes, and the newest checkpoint commit per key. */
+function statusLine(
+  status: Record<string, unknown>,
+  total: number,
+  emitted: number,
+  started: number,
+): string {
+  const p = (status as DemoStatus).pipeline;
+  const queued = Object.values(p?.lanes ?? {}).reduce((n, l) => n + (l.queued_bytes ?? 0), 0);
+  const secs = (performance.now() - started) / 1000;
+  const now = Date.now();
+  const keys = Object.entries(p?.checkpoints ?? {})
+    .map(
+      ([k, c]) =>
+        `${k.replace(/^pubsub:\/event\//, "")} ${((now - c.last_commit_ms) / 1000).toFixed(1)}s ago`,
+    )
+    .join(", ");
+  return `  delivered ${total}/${emitted}  ${Math.round(total / secs)} events/s  queue ${queued} B  committed: ${keys || "-"}`;
 }
 
 async function runDemo(
@@ -77,14 +104,7 @@ async function runDemo(
       const stats = world.stats();
       const total = Object.values(stats).reduce((n, s) => n + s.delivered, 0);
       const emitted = Object.values(stats).reduce((n, s) => n + s.emitted, 0);
-      if (io.isTTY && !o.json) {
-        const lanes = (app.status().pipeline as { lanes: Record<string, { queued_bytes?: number }> }).lanes;
-        const queued = Object.values(lanes).reduce((n, l) => n + (l.queued_bytes ?? 0), 0);
-        const secs = (performance.now() - started) / 1000;
-        io.stderr(
-          `\r  delivered ${total}/${emitted}  ${Math.round(total / secs)} events/s  queue ${queued} B   `,
-        );
-      }
+      if (io.isTTY && !o.json) io.stderr(`\r${statusLine(app.status(), total, emitted, started)}   `);
       if (emitted > 0 && total >= emitted) stop.abort();
     }, 250);
     await app.run(stop.signal);

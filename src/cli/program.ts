@@ -5,6 +5,7 @@ import { configCommand, UsageError } from "./config-command.ts";
 import { runCheck } from "./check-command.ts";
 import { stateCommand } from "./state-command.ts";
 import { demoCommand } from "./demo-command.ts";
+import { simCommand } from "./sim-command.ts";
 import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, reportError, type CliIO } from "./exit.ts";
 import { VERSION } from "./version.ts";
 
@@ -36,7 +37,12 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
     setExit(await runDaemon(opts.config, io));
   });
 
-  for (const cmd of [configCommand(io), stateCommand(io, setExit), demoCommand(io, setExit)]) {
+  for (const cmd of [
+    configCommand(io),
+    stateCommand(io, setExit),
+    demoCommand(io, setExit),
+    simCommand(io, setExit),
+  ]) {
     for (const c of [cmd, ...cmd.commands])
       c.exitOverride().configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
     cmd.hook("preAction", (_this, action) => {

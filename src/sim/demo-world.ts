@@ -18,7 +18,14 @@ export interface DemoWorld {
   config(statePath: string): Record<string, unknown>;
   /** Per topic: emitted by the org, unique ids Loki accepted, duplicates, missing ids. */
   stats(): Record<string, { emitted: number; delivered: number; duplicates: number; missing: number }>;
+  /** Up to `limit` missing EventIdentifiers per topic. */
+  missingIds(limit: number): Record<string, string[]>;
   stop(): Promise<void>;
+}
+
+/** The sim's event id in a shipped line (`sim-<Topic>-<n>`), or "" for a line without one. */
+function eventIdentifier(line: string): string {
+  return /"EventIdentifier": ?"([^"]+)"/.exec(line)?.[1] ?? "";
 }
 
 export async function startDemoWorld(opts: {
@@ -70,6 +77,22 @@ export async function startDemoWorld(opts: {
           duplicates += n - 1;
         }
         out[topic] = { emitted, delivered, duplicates, missing: Math.max(0, emitted - delivered) };
+      }
+      return out;
+    },
+    missingIds: (limit) => {
+      const out: Record<string, string[]> = {};
+      const simStats = org.stats().topics;
+      for (const topic of topics) {
+        const name = topic.split("/").pop()!;
+        const seen = new Set(loki.countBy(eventIdentifier, { event_type: name }).keys());
+        const missing: string[] = [];
+        const emitted = simStats[topic]?.maxReplayId ?? 0;
+        for (let n = 1; n <= emitted && missing.length < limit; n++) {
+          const id = `sim-${name}-${n}`;
+          if (!seen.has(id)) missing.push(id);
+        }
+        out[topic] = missing;
       }
       return out;
     },
