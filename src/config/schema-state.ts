@@ -78,6 +78,10 @@ function renewCheck(ttlKey: string) {
 }
 
 const holderId = str("", "This replica's identity; empty means <hostname>-<pid>.");
+const objectHolderId = str(
+  "",
+  "This replica's identity; empty means <hostname>-<pid>-<random>, since serverless replicas can share a hostname and pid.",
+);
 
 const coordinate = z.strictObject({
   type: oneOf(
@@ -116,7 +120,7 @@ const coordinate = z.strictObject({
         key: str("sf2loki/leader.lease", "Object key of the lease."),
         ttl,
         renew_interval: renewInterval,
-        holder_id: holderId,
+        holder_id: objectHolderId,
       })
       .superRefine(renewCheck("ttl")),
     "Lease object in S3 (HA without Kubernetes or a shared volume).",
@@ -128,7 +132,7 @@ const coordinate = z.strictObject({
         object_name: str("sf2loki/leader.lease", "Object name of the lease."),
         ttl,
         renew_interval: renewInterval,
-        holder_id: holderId,
+        holder_id: objectHolderId,
       })
       .superRefine(renewCheck("ttl")),
     "Lease object in GCS.",

@@ -2,7 +2,7 @@
 // `--check` and the daemon share exactly this wiring; clients open at the top of `run`.
 import { ConfigError, describeError } from "../errors.ts";
 import type { Logger } from "../obs/logger.ts";
-import type { Clock } from "../util/clock.ts";
+import { systemClock, type Clock } from "../util/clock.ts";
 import type { Coordinator } from "./coordinator.ts";
 import type { LeaseFs } from "./file-lease/atomic-write.ts";
 import { FileLeaseBackend } from "./file-lease/backend.ts";
@@ -10,6 +10,8 @@ import type { LeaseApi } from "./k8s-lease/api.ts";
 import { K8sLeaseBackend } from "./k8s-lease/backend.ts";
 import { LeaseCoordinator } from "./lease/coordinator.ts";
 import { NoopCoordinator } from "./noop.ts";
+import { objectLeaseBackend, type ObjectLeaseDeps } from "./object-lease/build.ts";
+import { objectLeaseHolder, type ObjectLeaseSections } from "./object-lease/settings.ts";
 import {
   checkLeaseTiming,
   currentHost,
@@ -31,12 +33,17 @@ export interface CoordinatorDeps {
   host?: HostInfo;
   /** Storage seam for the file lease (tests inject faults); node:fs/promises by default. */
   fileFs?: LeaseFs;
+  /** Client overrides for s3_lease / gcs_lease (tests pass static credentials or a retry policy). */
+  objectLease?: Pick<ObjectLeaseDeps, "s3ClientConfig" | "gcsStorageOptions" | "retryPolicy">;
 }
 
 /** A coordinator and its epoch fence token: undefined for noop (no fence), else the current term's epoch. */
 export type BuiltCoordinator = Coordinator & { readonly epoch: number | undefined };
 
-export function buildCoordinator(settings: CoordinateSettings, deps: CoordinatorDeps = {}): BuiltCoordinator {
+export function buildCoordinator(
+  settings: CoordinateSettings & ObjectLeaseSections,
+  deps: CoordinatorDeps = {},
+): BuiltCoordinator {
   const host = deps.host ?? currentHost();
   const common = {
     ...(deps.clock ? { clock: deps.clock } : {}),
@@ -85,11 +92,19 @@ export function buildCoordinator(settings: CoordinateSettings, deps: Coordinator
       });
     }
     case "s3_lease":
-    case "gcs_lease":
-      // TODO(#124): an ObjectStoreLeaseBackend on the state layer's CAS engine plugs in here.
-      throw new ConfigError(
-        `coordinate.type '${settings.type}' is not built yet; use file_lease or k8s_lease for now`,
-      );
+    case "gcs_lease": {
+      const { backend, lease } = objectLeaseBackend(settings.type, settings, {
+        ...deps.objectLease,
+        ...common,
+      });
+      return new LeaseCoordinator({
+        ...common,
+        backend,
+        identity: objectLeaseHolder(lease, host, deps.clock ?? systemClock),
+        ttlMs: lease.ttl,
+        renewIntervalMs: lease.renew_interval,
+      });
+    }
   }
 }
 

@@ -44,7 +44,8 @@ interface DownloadResponse {
   headers?: Record<string, string | string[] | undefined>;
 }
 
-class GcsBackend implements ObjectBackend {
+/** The GCS adapter of the object-store engine; the `gcs_lease` coordinator writes through it too. */
+export class GcsBackend implements ObjectBackend {
   readonly hints: ObjectStoreHints;
   readonly #settings: GcsStateSettings;
   readonly #options: StorageOptions;

@@ -47,7 +47,8 @@ interface S3ErrorShape {
   $metadata?: { httpStatusCode?: number };
 }
 
-class S3Backend implements ObjectBackend {
+/** The S3 adapter of the object-store engine; the `s3_lease` coordinator writes through it too. */
+export class S3Backend implements ObjectBackend {
   readonly hints: ObjectStoreHints;
   readonly #settings: S3StateSettings;
   readonly #config: S3ClientConfig;

@@ -93,17 +93,6 @@ describe("buildCoordinator", () => {
     );
   });
 
-  it("refuses s3_lease and gcs_lease until they are built", () => {
-    assert.equal(
-      configErrorCode(() => buildCoordinator(settings({ type: "s3_lease" }), { host })),
-      "SF2LOKI_CONFIG",
-    );
-    assert.equal(
-      configErrorCode(() => buildCoordinator(settings({ type: "gcs_lease" }), { host })),
-      "SF2LOKI_CONFIG",
-    );
-  });
-
   it("runs k8s_lease from a kubeconfig file against the API server, and releases on stop", async () => {
     const kubeconfig = join(dir, "kubeconfig.yaml");
     writeFileSync(
