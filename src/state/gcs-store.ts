@@ -44,6 +44,13 @@ interface DownloadResponse {
   headers?: Record<string, string | string[] | undefined>;
 }
 
+export interface GcsBackendOptions {
+  /** Merged over the derived client options (tests only). */
+  storageOptions?: StorageOptions;
+  /** Where the settings sit in the config, for messages: `state.gcs` (default), `coordinate.gcs_lease`. */
+  configSection?: string;
+}
+
 /** The GCS adapter of the object-store engine; the `gcs_lease` coordinator writes through it too. */
 export class GcsBackend implements ObjectBackend {
   readonly hints: ObjectStoreHints;
@@ -51,14 +58,15 @@ export class GcsBackend implements ObjectBackend {
   readonly #options: StorageOptions;
   #bucket: Bucket | undefined;
 
-  constructor(settings: GcsStateSettings, overrides: StorageOptions = {}) {
+  constructor(settings: GcsStateSettings, opts: GcsBackendOptions = {}) {
+    const section = opts.configSection ?? "state.gcs";
     this.#settings = settings;
-    if (settings.service_file) checkServiceAccountFile(settings.service_file);
-    this.#options = { ...gcsStorageOptions(settings), ...overrides };
+    if (settings.service_file) checkServiceAccountFile(settings.service_file, `${section}.service_file`);
+    this.#options = { ...gcsStorageOptions(settings), ...opts.storageOptions };
     const location = `gs://${settings.bucket}/${settings.object_name}`;
     this.hints = {
       location,
-      configKey: "state.gcs.object_name",
+      configKey: `${section}.object_name`,
       noun: "object",
       removeCommand: `gcloud storage rm ${location}`,
       permissions:
@@ -136,6 +144,6 @@ function statusOf(err: unknown): number | undefined {
 
 export class GcsCheckpointStore extends ObjectCheckpointStore {
   constructor(settings: GcsStateSettings, opts: GcsStoreOptions = {}) {
-    super(new GcsBackend(settings, opts.storageOptions), opts);
+    super(new GcsBackend(settings, { storageOptions: opts.storageOptions }), opts);
   }
 }

@@ -1,15 +1,21 @@
 // The whole-document checkpoint store over one S3 or GCS object, written once for both backends.
 //
 // Every write is a conditional PUT of the full document guarded by the CAS token of the version this
-// process last read, retried through one attempt-aware loop. The attempt number matters: a 412 on the
-// first attempt is a genuine lost race, but a 412 on a retry may be our own earlier attempt that landed
-// while its acknowledgement was lost (defect #129), so there we read the object back and compare bytes
-// before calling it a conflict.
+// process last read. The reads, the retries and the verify-before-conflict rule of #129 live in
+// conditional-object.ts (the object lease uses the same code); this class keeps the document, the
+// token and the mapping of each outcome to the store's own errors.
 import { Sf2LokiError } from "../errors.ts";
 import { silentLogger, type Logger } from "../obs/logger.ts";
 import { systemClock, type Clock } from "../util/clock.ts";
 import { Mutex } from "../util/mutex.ts";
-import { retry, type RetryPolicy } from "../util/retry.ts";
+import type { RetryPolicy } from "../util/retry.ts";
+import {
+  OBJECT_STORE_RETRY,
+  getObject,
+  putObjectConditionally,
+  type ObjectCallOptions,
+  type PutOutcome,
+} from "./conditional-object.ts";
 import {
   lookup,
   parseDocument,
@@ -19,18 +25,11 @@ import {
   withoutReserved,
   type CheckpointDocument,
 } from "./document.ts";
-import { stateErrors } from "./errors.ts";
-import type { ErrorClass, ObjectBackend, Precondition, StoredObject } from "./object-backend.ts";
+import { stateErrors, type ObjectStoreHints, type StateStoreConflictError } from "./errors.ts";
+import type { ObjectBackend, Precondition, StoredObject } from "./object-backend.ts";
 import type { CheckpointStore, Fence } from "./store.ts";
 
-/** At most 4 attempts; the wait after attempt n is uniform in [0.1 s, min(2 s, 2^(n-1) s)] (spec C §1.7). */
-export const OBJECT_STORE_RETRY: RetryPolicy = {
-  maxAttempts: 4,
-  backoffMs: (attempt, random) => {
-    const ceiling = Math.min(2000, 1000 * 2 ** (attempt - 1));
-    return 100 + random() * (ceiling - 100);
-  },
-};
+export { OBJECT_STORE_RETRY };
 
 export interface ObjectStoreOptions {
   clock?: Clock;
@@ -40,9 +39,8 @@ export interface ObjectStoreOptions {
 
 export class ObjectCheckpointStore implements CheckpointStore {
   readonly #backend: ObjectBackend;
-  readonly #clock: Clock;
   readonly #log: Logger;
-  readonly #policy: RetryPolicy;
+  readonly #calls: ObjectCallOptions;
   readonly #mutex = new Mutex();
   #doc: CheckpointDocument | undefined;
   #token: string | undefined;
@@ -53,9 +51,13 @@ export class ObjectCheckpointStore implements CheckpointStore {
 
   constructor(backend: ObjectBackend, opts: ObjectStoreOptions = {}) {
     this.#backend = backend;
-    this.#clock = opts.clock ?? systemClock;
     this.#log = (opts.logger ?? silentLogger).child({ component: "state", location: backend.hints.location });
-    this.#policy = opts.retryPolicy ?? OBJECT_STORE_RETRY;
+    this.#calls = {
+      clock: opts.clock ?? systemClock,
+      policy: opts.retryPolicy ?? OBJECT_STORE_RETRY,
+      log: this.#log,
+      what: "write",
+    };
   }
 
   get location(): string {
@@ -139,7 +141,7 @@ export class ObjectCheckpointStore implements CheckpointStore {
   /** One whole-object GET (body included) per attempt, so bytes and token always come from one response. */
   async #get(): Promise<StoredObject | undefined> {
     try {
-      return await this.#retry((signal) => this.#backend.get(signal));
+      return await getObject(this.#backend, this.#calls, this.#lifetime.signal);
     } catch (err) {
       throw this.#translate(err, "read");
     }
@@ -163,75 +165,30 @@ export class ObjectCheckpointStore implements CheckpointStore {
     op: string,
   ): Promise<string | undefined> {
     const hints = this.#backend.hints;
+    const calls = { ...this.#calls, log: this.#log.child({ op }) };
+    let outcome: PutOutcome;
     try {
-      return await this.#retry(async (signal, attempt) => {
-        try {
-          return await this.#backend.put(bytes, precondition, signal);
-        } catch (err) {
-          const kind = this.#backend.classify(err);
-          if (kind === "precondition-failed") {
-            if (attempt === 1) throw stateErrors.casLost(hints, op, err);
-            return await this.#adoptOwnWrite(bytes, op, err);
-          }
-          if (kind === "concurrent-conflict" && attempt > 1) {
-            // Our own earlier attempt may be the write S3 says is still in progress, or already done.
-            const own = await this.#probeOwnWrite(bytes).catch(() => undefined);
-            if (own) return this.#recovered(own, op, attempt);
-          }
-          throw err;
-        }
-      });
+      outcome = await putObjectConditionally(
+        this.#backend,
+        bytes,
+        precondition,
+        calls,
+        this.#lifetime.signal,
+      );
     } catch (err) {
       if (!(err instanceof Sf2LokiError) && this.#backend.classify(err) === "concurrent-conflict") {
-        throw stateErrors.busy(hints, op, this.#policy.maxAttempts, err);
+        throw stateErrors.busy(hints, op, this.#calls.policy.maxAttempts, err);
       }
       throw this.#translate(err, op);
     }
-  }
-
-  /** A 412 on a retry: success if the stored bytes are exactly what this call wrote, else a conflict. */
-  async #adoptOwnWrite(bytes: Uint8Array, op: string, preconditionErr: unknown): Promise<string> {
-    const hints = this.#backend.hints;
-    let current: StoredObject | undefined;
-    try {
-      current = await this.#retry((signal) => this.#backend.get(signal));
-    } catch (probeErr) {
-      throw stateErrors.unverifiedAfterLostAck(hints, op, probeErr);
+    switch (outcome.kind) {
+      case "written":
+        return outcome.token;
+      case "unverified":
+        throw stateErrors.unverifiedAfterLostAck(hints, op, outcome.cause);
+      case "conflict":
+        throw conflictError(outcome, hints, op);
     }
-    if (!current) throw stateErrors.deletedAfterLostAck(hints, op, preconditionErr);
-    if (!sameBytes(current.bytes, bytes))
-      throw stateErrors.overwrittenAfterLostAck(hints, op, preconditionErr);
-    return this.#recovered(current.token, op, undefined);
-  }
-
-  async #probeOwnWrite(bytes: Uint8Array): Promise<string | undefined> {
-    const current = await this.#retry((signal) => this.#backend.get(signal));
-    return current && sameBytes(current.bytes, bytes) ? current.token : undefined;
-  }
-
-  #recovered(token: string, op: string, attempt: number | undefined): string {
-    this.#log.warn(
-      { op, attempt, token },
-      "recovered an applied-but-unacknowledged write: an earlier attempt landed although its response was lost; " +
-        "adopting the stored version (no second writer involved)",
-    );
-    return token;
-  }
-
-  #retry<T>(fn: (signal: AbortSignal, attempt: number) => Promise<T>): Promise<T> {
-    const signal = this.#lifetime.signal;
-    return retry(({ attempt }) => fn(signal, attempt), {
-      policy: this.#policy,
-      clock: this.#clock,
-      signal,
-      isTransient: (err) => !(err instanceof Sf2LokiError) && isRetryable(this.#backend.classify(err)),
-      onRetry: (err, attempt, delayMs) => {
-        this.#log.warn(
-          { attempt, delayMs: Math.round(delayMs), err: err instanceof Error ? err.message : String(err) },
-          "transient object-store error; retrying",
-        );
-      },
-    });
   }
 
   /** Only access denial gets rewritten; every other failure surfaces as the original error. */
@@ -243,10 +200,18 @@ export class ObjectCheckpointStore implements CheckpointStore {
   }
 }
 
-function isRetryable(kind: ErrorClass): boolean {
-  return kind === "transient" || kind === "concurrent-conflict";
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return Buffer.compare(a, b) === 0;
+/** The store's error for each kind of conflict the shared conditional write reports. */
+function conflictError(
+  outcome: Extract<PutOutcome, { kind: "conflict" }>,
+  hints: ObjectStoreHints,
+  op: string,
+): StateStoreConflictError {
+  switch (outcome.found) {
+    case "race":
+      return stateErrors.casLost(hints, op, outcome.cause);
+    case "other-bytes":
+      return stateErrors.overwrittenAfterLostAck(hints, op, outcome.cause);
+    case "absent":
+      return stateErrors.deletedAfterLostAck(hints, op, outcome.cause);
+  }
 }

@@ -4,13 +4,17 @@
 // Next to it, `<object>.epoch` remembers the highest epoch ever claimed, so deleting the lease object
 // cannot restart the fence token (#99).
 import { silentLogger, type Logger } from "../../obs/logger.ts";
+import {
+  OBJECT_STORE_RETRY,
+  getObject,
+  putObjectConditionally,
+  type ObjectCallOptions,
+} from "../../state/conditional-object.ts";
 import type { ObjectBackend, Precondition } from "../../state/object-backend.ts";
-import { OBJECT_STORE_RETRY } from "../../state/object-store.ts";
 import { systemClock, type Clock } from "../../util/clock.ts";
 import type { RetryPolicy } from "../../util/retry.ts";
 import { LeaseUnreadableError } from "../errors.ts";
 import type { LeaseBackend, LeaseRecord, LeaseSnapshot, LeaseWriteResult } from "../lease/backend.ts";
-import { getObject, putObject, type ObjectCallOptions } from "./conditional-put.ts";
 import { decodeLease, encodeLease } from "./document.ts";
 import { LeaseWriteError, objectErrorDetail } from "./errors.ts";
 
@@ -50,6 +54,7 @@ export class ObjectLeaseBackend implements LeaseBackend {
       clock: opts.clock ?? systemClock,
       policy: opts.retryPolicy ?? OBJECT_STORE_RETRY,
       log: (opts.logger ?? silentLogger).child({ component: "coordinate", lease: this.where }),
+      what: "lease write",
     };
   }
 
@@ -128,9 +133,13 @@ export class ObjectLeaseBackend implements LeaseBackend {
     }
   }
 
+  /** Resolves to whether the write landed and its version; a conflict of any kind is a lost race. */
   async #put(backend: ObjectBackend, bytes: Uint8Array, precondition: Precondition, signal: AbortSignal) {
     try {
-      return await putObject(backend, bytes, precondition, this.#calls, signal);
+      const outcome = await putObjectConditionally(backend, bytes, precondition, this.#calls, signal);
+      // After a lost acknowledgement a failed read-back leaves the outcome unknown, not a conflict.
+      if (outcome.kind === "unverified") throw outcome.cause;
+      return outcome;
     } catch (err) {
       if (signal.aborted) throw err;
       const what = precondition.kind === "create" ? "create" : "conditional write";

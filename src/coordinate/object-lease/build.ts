@@ -53,7 +53,11 @@ export function s3LeaseBackend(settings: S3LeaseSettings, deps: ObjectLeaseDeps 
 export function gcsLeaseBackend(settings: GcsLeaseSettings, deps: ObjectLeaseDeps = {}): ObjectLeaseBackend {
   required("gcs_lease", "bucket", settings.bucket);
   required("gcs_lease", "object_name", settings.object_name);
-  const at = (object_name: string) => new GcsBackend({ ...settings, object_name }, deps.gcsStorageOptions);
+  const at = (object_name: string) =>
+    new GcsBackend(
+      { ...settings, object_name },
+      { configSection: "coordinate.gcs_lease", storageOptions: deps.gcsStorageOptions },
+    );
   return leaseBackend(
     "gcs_lease",
     at(settings.object_name),
