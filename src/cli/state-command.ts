@@ -5,7 +5,9 @@ import { readFile, writeFile } from "node:fs/promises";
 import { Command } from "commander";
 import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
-import { Sf2LokiError } from "../errors.ts";
+import { Sf2LokiError, describeError } from "../errors.ts";
+import { buildCoordinator } from "../coordinate/build.ts";
+import { LeaseCoordinator } from "../coordinate/lease/coordinator.ts";
 import { buildStore } from "../state/build.ts";
 import { StateFileLockError, StateStoreConflictError } from "../state/errors.ts";
 import { RESERVED_KEYS, type CheckpointStore } from "../state/store.ts";
@@ -40,12 +42,35 @@ function refuseReserved(key: string, verb: string, force: boolean | undefined): 
 
 /**
  * #102: under a real coordinator the daemon holds no file lock, so a live leader would silently revert a
- * repair. Refuse unless --force; the leader (and its standby) must be stopped first.
+ * repair. Refuse unless --force, naming who holds the lease; the leader (and its standby) must stop first.
  */
-function refuseUnderCoordinator(config: Config, opts: StateOptions, verb: string): void {
+async function refuseUnderCoordinator(config: Config, opts: StateOptions, verb: string): Promise<void> {
   if (opts.force || config.coordinate.type === "noop") return;
+  const type = config.coordinate.type;
+  let who: string;
+  try {
+    const coordinator = buildCoordinator(config.coordinate);
+    const lease =
+      coordinator instanceof LeaseCoordinator
+        ? await coordinator.peek(AbortSignal.timeout(10_000))
+        : undefined;
+    const r = lease?.record;
+    if (!lease) who = "the lease does not exist (no replica has led yet)";
+    else if (!r || r.holder === "") who = `the lease ${lease.where} is free (released or never held)`;
+    else {
+      const renewed =
+        r.renewedAtMs === undefined ? "" : `, last renewed ${new Date(r.renewedAtMs).toISOString()}`;
+      const expires =
+        r.renewedAtMs === undefined || r.ttlMs === undefined
+          ? ""
+          : `, expires ${new Date(r.renewedAtMs + r.ttlMs).toISOString()} unless renewed`;
+      who = `the lease ${lease.where} is held by '${r.holder}' (epoch ${r.epoch}${renewed}${expires})`;
+    }
+  } catch (err) {
+    who = `the lease could not be read (${describeError(err)})`;
+  }
   throw new StateRefusal(
-    `refusing to ${verb} checkpoints while coordinate.type is '${config.coordinate.type}': a live leader would ` +
+    `refusing to ${verb} checkpoints while coordinate.type is '${type}': ${who}; a live leader would ` +
       `overwrite the change on its next commit. Stop every sf2loki replica sharing this state first, then rerun with --force`,
   );
 }
@@ -59,7 +84,7 @@ async function withStore<T>(
   let store: CheckpointStore | undefined;
   try {
     const config = await loadConfig(opts.config, io.env);
-    if (verb) refuseUnderCoordinator(config, opts, verb);
+    if (verb) await refuseUnderCoordinator(config, opts, verb);
     store = buildStore(config.state, { exclusiveLock: !opts.force });
     await fn(store);
     return EXIT_OK;

@@ -93,9 +93,32 @@ test("reserved key, bare verb and HA refusals", async () => {
   assert.equal(refused.code, 1);
   assert.match(
     refused.stderr,
-    /refusing to delete checkpoints while coordinate\.type is 'file_lease'.*--force/,
+    /refusing to delete checkpoints while coordinate\.type is 'file_lease': the lease does not exist .*--force/,
   );
   assert.equal((await cli(["state", "delete", "apexlog", "--force", "--config", ha])).code, 0);
+
+  // A live lease: the refusal names its holder, epoch and expiry (#102).
+  const leaseDir = tempDir();
+  const lease = join(leaseDir, "leader.lease");
+  writeFile(
+    leaseDir,
+    "leader.lease",
+    JSON.stringify({
+      holder: "pod-a",
+      expires_at: "2026-11-29T10:00:30.000Z",
+      epoch: 7,
+      ttl_ms: 30000,
+      renewed_at: "2026-11-29T10:00:00.000Z",
+      acquired_at: "2026-11-29T09:00:00.000Z",
+    }),
+  );
+  const held = fileConfig(leaseDir, `coordinate: {type: file_lease, file_lease: {path: ${lease}}}\n`).config;
+  const named = await cli(["state", "set", "apexlog", "x", "--config", held]);
+  assert.equal(named.code, 1);
+  assert.match(
+    named.stderr,
+    /held by 'pod-a' \(epoch 7, last renewed 2026-11-29T10:00:00\.000Z, expires 2026-11-29T10:00:30\.000Z/,
+  );
 });
 
 test("a lock held by another process: exit 1 naming the holder and what to do", async (t) => {

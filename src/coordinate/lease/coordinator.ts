@@ -95,6 +95,20 @@ export class LeaseCoordinator implements Coordinator {
     return this.#holder;
   }
 
+  /**
+   * One read of the lease without campaigning, for `sf2loki state` to name the live holder (#102).
+   * Opens and closes the backend itself; not for use on a coordinator that runs.
+   */
+  async peek(signal: AbortSignal): Promise<{ where: string; record: LeaseRecord | undefined } | undefined> {
+    await this.#backend.open?.(signal);
+    try {
+      const snap = await this.#backend.read(signal);
+      return snap === undefined ? undefined : { where: this.#backend.where, record: snap.record };
+    } finally {
+      await this.#backend.close?.();
+    }
+  }
+
   /** The fence token of the current (or last) term; 0 before the first acquisition. */
   get epoch(): number {
     return this.#epoch;
