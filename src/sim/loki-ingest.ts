@@ -47,7 +47,8 @@ export function ingest(streams: DecodedStream[], store: AcceptedStore, limits: I
       refuse(400, `stream ${canonicalLabels(labels)}: ${problem}`, stream.entries.length);
       continue;
     }
-    const name = typeof stream.labels === "string" ? stream.labels : canonicalLabels(labels);
+    const key = canonicalLabels(labels);
+    const name = typeof stream.labels === "string" ? stream.labels : key;
     for (const entry of stream.entries) {
       const lineBytes = Buffer.byteLength(entry.line, "utf8");
       if (lineBytes > limits.maxLineBytes) {
@@ -75,7 +76,7 @@ export function ingest(streams: DecodedStream[], store: AcceptedStore, limits: I
           continue;
         }
       }
-      store.add(labels, entry.timestampNs, entry.line, entry.metadata);
+      store.add(labels, entry.timestampNs, entry.line, entry.metadata, key);
       result.accepted++;
     }
   }

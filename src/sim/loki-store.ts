@@ -30,15 +30,27 @@ function matches(labels: LabelMap, matcher: LabelMap | undefined): boolean {
   return true;
 }
 
+/**
+ * `all` keeps every entry and Loki's dedup index (tests, the demo). `counts` decodes and validates
+ * the same but keeps only per-stream counts, so a benchmark measures the sender, not this store.
+ */
+export type RetainMode = "all" | "counts";
+
 export class AcceptedStore {
+  readonly #retain: RetainMode;
   readonly #streams = new Map<string, StoredStream>();
   readonly #seen = new Set<string>();
   readonly #all: AcceptedEntry[] = [];
   unique = 0;
   duplicates = 0;
+  #accepted = 0;
+
+  constructor(retain: RetainMode = "all") {
+    this.#retain = retain;
+  }
 
   get accepted(): number {
-    return this.#all.length;
+    return this.#accepted;
   }
 
   /** Newest timestamp accepted so far on the stream (for the out-of-order window). */
@@ -46,8 +58,15 @@ export class AcceptedStore {
     return this.#streams.get(canonicalLabels(labels))?.maxTs;
   }
 
-  add(labels: LabelMap, timestampNs: bigint, line: string, metadata: LabelMap): AcceptedEntry {
-    const key = canonicalLabels(labels);
+  /** `key` is the stream's canonical label string when the caller already has it (once per stream). */
+  add(
+    labels: LabelMap,
+    timestampNs: bigint,
+    line: string,
+    metadata: LabelMap,
+    key = canonicalLabels(labels),
+  ): void {
+    this.#accepted++;
     let stream = this.#streams.get(key);
     if (!stream) {
       stream = { labels, entries: 0, maxTs: timestampNs };
@@ -55,6 +74,10 @@ export class AcceptedStore {
     }
     stream.entries++;
     if (timestampNs > stream.maxTs) stream.maxTs = timestampNs;
+    if (this.#retain === "counts") {
+      this.unique++;
+      return;
+    }
     const identity = `${key}\u0000${timestampNs}\u0000${line}`;
     const duplicate = this.#seen.has(identity);
     if (duplicate) this.duplicates++;
@@ -62,9 +85,7 @@ export class AcceptedStore {
       this.#seen.add(identity);
       this.unique++;
     }
-    const entry: AcceptedEntry = { labels, timestampNs, line, metadata, duplicate };
-    this.#all.push(entry);
-    return entry;
+    this.#all.push({ labels, timestampNs, line, metadata, duplicate });
   }
 
   /** Every accepted entry in arrival order (duplicates included, flagged) whose labels include `matcher`. */
@@ -99,6 +120,7 @@ export class AcceptedStore {
     this.#streams.clear();
     this.#seen.clear();
     this.#all.length = 0;
+    this.#accepted = 0;
     this.unique = 0;
     this.duplicates = 0;
   }

@@ -7,7 +7,13 @@ import { setTimeout as delay } from "node:timers/promises";
 import { BodyDecodeError, decodePushBody } from "./loki-decode.ts";
 import { LokiFaults } from "./loki-faults.ts";
 import { ingest } from "./loki-ingest.ts";
-import { AcceptedStore, type AcceptedEntry, type LabelMap, type StreamSummary } from "./loki-store.ts";
+import {
+  AcceptedStore,
+  type AcceptedEntry,
+  type LabelMap,
+  type RetainMode,
+  type StreamSummary,
+} from "./loki-store.ts";
 
 export type { AcceptedEntry, LabelMap, StreamSummary };
 export { LokiFaults };
@@ -27,6 +33,8 @@ export interface LokiReceiverOptions {
   sleep?: (ms: number) => Promise<void>;
   /** How many request records `requests` keeps (oldest dropped). */
   keepRequests?: number;
+  /** `counts` keeps no entries (benchmarks); `all` (default) keeps everything for queries. */
+  retain?: RetainMode;
 }
 
 export interface PushRecord {
@@ -92,7 +100,7 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
   const maxLineBytes = opts.maxLineBytes ?? 262_144;
   const sleep = opts.sleep ?? ((ms: number) => delay(ms));
   const keepRequests = opts.keepRequests ?? 1000;
-  const store = new AcceptedStore();
+  const store = new AcceptedStore(opts.retain);
   const faults = new LokiFaults();
   const requests: PushRecord[] = [];
   const counts = { requests: 0, connections: 0, rejected: 0, forcedFailures: 0 };
