@@ -3,7 +3,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", "coverage/", "eslint.config.js", "bin/"] },
+  { ignores: ["dist/", "node_modules/", "coverage/", "eslint.config.js", "bin/", ".scratch/"] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {

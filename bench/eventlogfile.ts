@@ -6,7 +6,9 @@
 // over it (1.0 would mean shaping costs nothing).
 //
 // Usage: node bench/eventlogfile.ts                 250 000 and 1 000 000 rows, each in a fresh process,
-//                                                   with V8's default young generation and a 16 MiB one
+//                                                   with V8's default young generation and a 16 MiB one,
+//                                                   through the source alone and through the whole
+//                                                   daemon (bench/eventlogfile-daemon.ts)
 //        node bench/eventlogfile.ts --run <rows>   one measurement, JSON on stdout
 // Goal: 1 000 000 rows in < 15 s with peak RSS < 256 MiB that stays flat.
 import { fork, type ChildProcess } from "node:child_process";
@@ -19,6 +21,7 @@ import { RestClient } from "../src/salesforce/rest.ts";
 import { elfFile, startSimRest } from "../src/sim/salesforce-rest/index.ts";
 import { EventLogFileSource } from "../src/sources/eventlogfile.ts";
 import { ELF_DEFAULTS } from "../src/sources/eventlogfile-settings.ts";
+import { daemonRunInChild, type DaemonDrainFigures } from "./eventlogfile-daemon.ts";
 
 const HERE = fileURLToPath(import.meta.url);
 
@@ -154,10 +157,17 @@ if (process.argv[1] === HERE) {
     // V8's default young generation grows to tens of MiB under this allocation rate and the RSS with
     // it; a 16 MiB semi-space keeps RSS low at no cost in speed, so both are reported.
     const results: Record<string, DrainFigures> = {};
+    const daemon: Record<string, DaemonDrainFigures & { daemon_over_source: number }> = {};
     for (const rows of [250_000, 1_000_000]) {
-      results[`${rows}`] = await runInChild(rows, []);
-      results[`${rows} --max-semi-space-size=16`] = await runInChild(rows, ["--max-semi-space-size=16"]);
+      for (const flags of [[], ["--max-semi-space-size=16"]]) {
+        const name = [String(rows), ...flags].join(" ");
+        results[name] = await runInChild(rows, flags);
+        const whole = await daemonRunInChild(rows, flags);
+        // What the pipeline, the Loki sink and the checkpoints cost on top of the source, same file.
+        const ratio = Math.round((whole.rows_per_s / results[name].rows_per_s) * 100) / 100;
+        daemon[name] = { ...whole, daemon_over_source: ratio };
+      }
     }
-    console.log(JSON.stringify({ bench: "eventlogfile_drain", results }, null, 2));
+    console.log(JSON.stringify({ bench: "eventlogfile_drain", results, daemon }, null, 2));
   }
 }

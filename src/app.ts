@@ -22,6 +22,11 @@ export interface AppDeps {
   noHealthServer?: boolean;
   sink?: Sink;
   version?: string;
+  /**
+   * Polling sources run one cycle and end; with no Pub/Sub topic the run then ends cleanly once
+   * everything is delivered and committed (tests, benchmarks). Not a config key on purpose.
+   */
+  pollOnce?: boolean;
 }
 
 export interface App {
@@ -46,6 +51,7 @@ export function createApp(config: Config, deps: AppDeps = {}): App {
     logger,
     meter: metrics.meter,
     ...(deps.sink ? { sink: deps.sink } : {}),
+    ...(deps.pollOnce ? { pollOnce: true } : {}),
   });
   return new RunningApp(config, graph, metrics, clock, logger, deps);
 }
@@ -147,6 +153,7 @@ class RunningApp implements App {
       status: () => this.status(),
       metrics: this.#metrics.handlePrometheus,
     });
+    this.#log.info({ url: this.#health.url }, "health server listening");
   }
 
   #degradation(): string | undefined {
@@ -205,10 +212,13 @@ class RunningApp implements App {
   /** Campaigns for leadership until stop; returns the crash that ended the run, if any. */
   async #lead(stop: AbortController): Promise<unknown> {
     let crash: unknown;
-    let current: { abort: AbortController; done: Promise<void> } | undefined;
+    let current: { abort: AbortController; done: Promise<void>; limits: Promise<void> } | undefined;
 
     const startRun = (): void => {
       const abort = new AbortController();
+      // The org-limits pollers live for one leadership term, like the pipeline run (spec B §6.6).
+      const pollers = this.graph.orgs.flatMap((o) => (o.limits ? [o.limits.run(abort.signal)] : []));
+      const limits = Promise.all(pollers).then(() => undefined);
       const done = this.graph.pipeline.run(abort.signal).then(
         () => {
           // Finished without being told to: every source was finite. A clean end of the process.
@@ -218,6 +228,7 @@ class RunningApp implements App {
           if (err instanceof StateFenceError) {
             // A newer leader owns the checkpoints: demote in place and wait to lead again (#97).
             this.#log.warn({ err: err.message }, "fenced: another replica leads now; standing by");
+            abort.abort(); // ends this term's limits pollers too
             this.#demote();
             return;
           }
@@ -226,13 +237,14 @@ class RunningApp implements App {
           stop.abort();
         },
       );
-      current = { abort, done };
+      current = { abort, done, limits };
     };
 
     const stopRun = async (): Promise<void> => {
       if (!current) return;
       current.abort.abort();
       await current.done;
+      await current.limits;
       current = undefined;
     };
 
@@ -270,6 +282,10 @@ class RunningApp implements App {
     this.#notReady = "not ready";
     const steps: [string, () => Promise<void>][] = [
       ["sink", () => this.graph.sink.close()],
+      [
+        "salesforce clients",
+        () => Promise.all(this.graph.orgs.map((o) => o.rest.close())).then(() => undefined),
+      ],
       ["state store", () => this.graph.store.close()],
       ["health server", () => this.#health?.close() ?? Promise.resolve()],
       ["metrics", () => this.#metrics.shutdown()],

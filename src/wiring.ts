@@ -8,11 +8,18 @@ import { buildCoordinator, type BuiltCoordinator } from "./coordinate/build.ts";
 import { silentLogger, type Logger } from "./obs/logger.ts";
 import { Pipeline } from "./pipeline/pipeline.ts";
 import { TokenProvider } from "./salesforce/auth.ts";
+import { LimitsPoller } from "./salesforce/limits.ts";
+import { RestClient } from "./salesforce/rest.ts";
 import type { Sink } from "./sinks/sink.ts";
 import { createLokiSink } from "./sinks/loki/sink.ts";
+import { compileTransforms } from "./egress/transforms.ts";
+import { ApexLogSource } from "./sources/apexlog.ts";
+import { EventLogObjectsSource } from "./sources/eventlog-objects.ts";
+import { EventLogFileSource } from "./sources/eventlogfile.ts";
 import { OrgSource } from "./sources/org-source.ts";
-import { checkOverlap, ownedCategories } from "./sources/overlap.ts";
+import { categoryOfElfType, checkOverlap, ownedCategories } from "./sources/overlap.ts";
 import { PubSubSource } from "./sources/pubsub.ts";
+import type { PollingSourceDeps } from "./sources/shaping-deps.ts";
 import type { Source } from "./sources/source.ts";
 import { buildStore } from "./state/build.ts";
 import { isEpochCapable } from "./state/org-view.ts";
@@ -25,12 +32,27 @@ export interface WiringDeps {
   meter?: Meter;
   /** Replaces the Loki sink (tests); the real one is built from `sink.loki`. */
   sink?: Sink;
+  /**
+   * Polling sources run one cycle and end (tests, benchmarks, one-shot catch-ups). With no Pub/Sub
+   * topic configured the pipeline run then ends on its own: a clean finite run.
+   */
+  pollOnce?: boolean;
 }
 
 export interface OrgWiring {
   org: ResolvedOrg;
   auth: TokenProvider;
+  /** The org's one REST client, shared by its polling sources and limits poller; the app closes it. */
+  rest: RestClient;
+  /** Present when `salesforce.limits.enabled`; the app runs it while leading. */
+  limits: LimitsPoller | undefined;
   sources: Source[];
+}
+
+interface Common {
+  clock: Clock;
+  logger: Logger;
+  meter: Meter;
 }
 
 export interface Graph {
@@ -58,7 +80,8 @@ export function buildGraph(config: Config, deps: WiringDeps = {}): Graph {
     if (isEpochCapable(store)) store.setEpoch(() => coordinator.epoch);
   }
 
-  const orgs = resolvedOrgs(config).map((org) => wireOrg(config, org, common));
+  const pollOnce = deps.pollOnce ?? false;
+  const orgs = resolvedOrgs(config).map((org) => wireOrg(config, org, common, pollOnce));
   const pipeline = new Pipeline({
     sources: orgs.flatMap((o) => o.sources),
     sink,
@@ -70,21 +93,30 @@ export function buildGraph(config: Config, deps: WiringDeps = {}): Graph {
   return { config, orgs, sink, store, coordinator, pipeline };
 }
 
-function wireOrg(
-  config: Config,
-  org: ResolvedOrg,
-  common: { clock: Clock; logger: Logger; meter: Meter },
-): OrgWiring {
+function wireOrg(config: Config, org: ResolvedOrg, common: Common, pollOnce: boolean): OrgWiring {
   const sources = org.sources;
   checkOverlap(sources, org.name);
+  const orgLogger = org.name ? common.logger.child({ org: org.name }) : common.logger;
   const auth = new TokenProvider({ settings: org.salesforce, orgName: org.name, ...common });
+  const rest = new RestClient({
+    tokens: auth,
+    apiVersion: org.salesforce.api_version,
+    ...common,
+    logger: orgLogger,
+  });
   const identity = {
     name: org.name,
     environment: org.salesforce.environment,
     ...(org.salesforce.org_id ? { orgId: org.salesforce.org_id } : {}),
   };
+  const fields = config.sink.loki.structured_metadata_fields;
   const inner: Source[] = [];
   if (sources.pubsub.enabled && sources.pubsub.topics.length > 0) {
+    const rules = compileTransforms(sources.pubsub.transforms, {
+      source: "pubsub",
+      salt: sources.transform_salt,
+      meter: common.meter,
+    });
     inner.push(
       new PubSubSource({
         settings: sources.pubsub,
@@ -92,11 +124,48 @@ function wireOrg(
         org: identity,
         apiVersion: org.salesforce.api_version,
         ownedCategories: ownedCategories(sources, "pubsub"),
-        structuredMetadataFields: config.sink.loki.structured_metadata_fields,
+        structuredMetadataFields: fields,
+        ...(rules.empty ? {} : { transform: (payload) => rules.apply(payload) }),
         ...common,
       }),
     );
   }
+  const polling: PollingSourceDeps = {
+    tokens: auth,
+    rest,
+    apiVersion: org.salesforce.api_version,
+    structuredMetadataFields: fields,
+    transformSalt: sources.transform_salt,
+    once: pollOnce,
+    ...common,
+    logger: orgLogger,
+  };
+  if (sources.eventlog_objects.enabled && sources.eventlog_objects.objects.length > 0) {
+    inner.push(new EventLogObjectsSource({ settings: sources.eventlog_objects, ...polling }));
+  }
+  if (sources.eventlogfile.enabled) {
+    const owned = ownedCategories(sources, "eventlogfile");
+    inner.push(
+      new EventLogFileSource({
+        settings: sources.eventlogfile,
+        ownedElsewhere: (eventType) => owned.has(categoryOfElfType(eventType)),
+        ...polling,
+      }),
+    );
+  }
+  if (sources.apexlog.enabled) inner.push(new ApexLogSource({ settings: sources.apexlog, ...polling }));
+
+  const limitsSettings = org.salesforce.limits;
+  const limits = limitsSettings.enabled
+    ? new LimitsPoller({
+        rest,
+        pollIntervalMs: limitsSettings.poll_interval,
+        ...common,
+        logger: orgLogger,
+        ...(org.name ? { attributes: { org: org.name } } : {}),
+      })
+    : undefined;
+
   const wrapped = inner.map(
     (source) =>
       new OrgSource({
@@ -107,10 +176,13 @@ function wireOrg(
         ...common,
       }),
   );
-  return { org, auth, sources: wrapped };
+  return { org, auth, rest, limits, sources: wrapped };
 }
 
-/** `--check`: the whole graph, built and thrown away; nothing was opened, so nothing to close. */
+/**
+ * `--check`: the whole graph, built and thrown away; nothing was opened (a REST client's pool opens
+ * sockets only on its first request), so nothing to close.
+ */
 export function buildOffline(config: Config): Promise<Graph> {
   return Promise.resolve(buildGraph(config));
 }

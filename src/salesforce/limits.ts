@@ -1,6 +1,6 @@
 // The org-limits poller (spec A §2.2, spec B §6.6): GET /limits every poll interval while leader,
 // exported as observable gauges so the last values keep being reported between polls (#90).
-import { metrics, type Counter, type Meter } from "@opentelemetry/api";
+import { metrics, type Attributes, type Counter, type Meter } from "@opentelemetry/api";
 import { silentLogger, type Logger } from "../obs/logger.ts";
 import { systemClock, type Clock } from "../util/clock.ts";
 import type { RestClient } from "./rest.ts";
@@ -29,6 +29,7 @@ export class LimitsPoller {
   readonly #log: Logger;
   readonly #intervalMs: number;
   readonly #errors: Counter;
+  readonly #attributes: Attributes;
   #limits = new Map<string, OrgLimit>();
 
   constructor(opts: {
@@ -37,11 +38,14 @@ export class LimitsPoller {
     clock?: Clock;
     logger?: Logger;
     meter?: Meter;
+    /** Added to every observation: `{org}` under multi-org, so two orgs' limits do not collide. */
+    attributes?: Attributes;
   }) {
     this.#rest = opts.rest;
     this.#clock = opts.clock ?? systemClock;
     this.#log = (opts.logger ?? silentLogger).child({ component: "salesforce-limits" });
     this.#intervalMs = opts.pollIntervalMs ?? 300_000;
+    this.#attributes = opts.attributes ?? {};
     const meter = opts.meter ?? metrics.getMeter("sf2loki");
     this.#errors = meter.createCounter("sf2loki_salesforce_limits_poll_errors", {
       description: "Failed polls of the org limits",
@@ -55,8 +59,8 @@ export class LimitsPoller {
     meter.addBatchObservableCallback(
       (r) => {
         for (const [name, l] of this.#limits) {
-          r.observe(max, l.max, { limit_name: name });
-          r.observe(remaining, l.remaining, { limit_name: name });
+          r.observe(max, l.max, { ...this.#attributes, limit_name: name });
+          r.observe(remaining, l.remaining, { ...this.#attributes, limit_name: name });
         }
       },
       [max, remaining],
@@ -80,7 +84,7 @@ export class LimitsPoller {
       return true;
     } catch (err) {
       if (signal?.aborted) return false;
-      this.#errors.add(1);
+      this.#errors.add(1, this.#attributes);
       this.#log.warn(
         { err: err instanceof Error ? err.message : String(err) },
         "could not poll the org limits; retrying next interval",

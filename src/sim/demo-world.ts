@@ -1,15 +1,18 @@
 // The simulated world `sf2loki demo` and `sf2loki sim` run: a Salesforce org streaming RTEM events over
-// Pub/Sub and a Loki receiver, both on loopback, plus a config that points sf2loki at them.
+// Pub/Sub (and, when asked, serving polled objects, EventLogFiles and ApexLogs) and a Loki receiver,
+// both on loopback, plus a config that points sf2loki at them.
 
 import { startSimOrg, type SimOrg } from "./salesforce/index.ts";
+import type { SimPollingData } from "./salesforce-rest/generate.ts";
 import { startLokiReceiver, type LokiReceiver } from "./loki.ts";
+import { pollingDelivery, pollingSources, simSalesforceConfig, type Delivery } from "./demo-polling.ts";
 
 export const DEMO_TOPICS = [
   "/event/LoginEventStream",
   "/event/ApiEventStream",
   "/event/LightningUriEventStream",
 ];
-const DEMO_SECRET = "sim-secret";
+export const DEMO_SECRET = "sim-secret";
 
 export interface DemoWorld {
   org: SimOrg;
@@ -20,6 +23,8 @@ export interface DemoWorld {
   stats(): Record<string, { emitted: number; delivered: number; duplicates: number; missing: number }>;
   /** Up to `limit` missing EventIdentifiers per topic. */
   missingIds(limit: number): Record<string, string[]>;
+  /** Per polling checkpoint key (`eventlogfile:API`, ...): records the org holds versus Loki. */
+  pollingStats(): Record<string, Delivery>;
   stop(): Promise<void>;
 }
 
@@ -32,6 +37,8 @@ export async function startDemoWorld(opts: {
   seed?: number;
   eventsPerTopic: number;
   topics?: string[];
+  /** Also serve (and poll) this generated data; the default demo is Pub/Sub only. */
+  polling?: SimPollingData;
 }): Promise<DemoWorld> {
   const topics = opts.topics ?? DEMO_TOPICS;
   const org = await startSimOrg({
@@ -39,21 +46,17 @@ export async function startDemoWorld(opts: {
     eventsPerTopic: opts.eventsPerTopic,
     topics,
     clientSecret: DEMO_SECRET,
+    ...(opts.polling ? { polling: opts.polling } : {}),
   });
   const loki = await startLokiReceiver();
   return {
     org,
     loki,
     config: (statePath) => ({
-      salesforce: {
-        auth_mode: "client_credentials",
-        login_url: org.loginUrl,
-        client_id: org.clientId,
-        client_secret: DEMO_SECRET,
-        org_id: org.orgId,
-      },
+      salesforce: simSalesforceConfig(org, DEMO_SECRET),
       sources: {
         pubsub: { endpoint: org.pubsubEndpoint, insecure: true, topics, replay_preset: "EARLIEST" },
+        ...pollingSources(org.rest.data),
       },
       sink: { loki: { url: loki.pushUrl, batch: { flush_interval: "200ms" } } },
       state: { file: { path: statePath } },
@@ -96,6 +99,7 @@ export async function startDemoWorld(opts: {
       }
       return out;
     },
+    pollingStats: () => pollingDelivery(org, loki),
     stop: async () => {
       await Promise.allSettled([org.stop(), loki.stop()]);
     },

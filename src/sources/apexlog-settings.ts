@@ -3,8 +3,8 @@ import type { TransformRule } from "../egress/transforms.ts";
 
 export interface ApexLogSettings {
   enabled: boolean;
-  poll_interval_ms: number;
-  lookback_ms: number;
+  poll_interval: number;
+  lookback: number;
   /** Usernames whose logs are shipped; empty means every log the integration user can see. */
   users: readonly string[];
   /** Bodies larger than this are not downloaded; the metadata line is shipped instead. */
@@ -13,16 +13,16 @@ export interface ApexLogSettings {
   /** Applied to the metadata map only: the body is never transformed. */
   transforms: readonly TransformRule[];
   /** A body that fails to download is retried next cycle while the log is younger than this (#93). */
-  download_max_age_ms: number;
+  download_max_age: number;
 }
 
 export const APEXLOG_DEFAULTS: ApexLogSettings = {
   enabled: false,
-  poll_interval_ms: 60_000,
-  lookback_ms: 3_600_000,
+  poll_interval: 60_000,
+  lookback: 3_600_000,
   users: [],
   max_body_bytes: 5_242_880,
   sample: 1,
   transforms: [],
-  download_max_age_ms: 7_200_000,
+  download_max_age: 7_200_000,
 };

@@ -55,13 +55,13 @@ export class ApexLogSource implements Source {
     }
     const cursor = IdWindowCursor.load(KEY, stored, {
       nowMs: this.#k.clock.now(),
-      lookbackMs: this.#settings.lookback_ms,
+      lookbackMs: this.#settings.lookback,
       log: this.#k.log,
     });
     while (!signal.aborted) {
       yield* this.#cycle(cursor, signal);
       if (this.#k.once) return;
-      if (!(await pause(this.#k.clock, jittered(this.#k.clock, this.#settings.poll_interval_ms), signal)))
+      if (!(await pause(this.#k.clock, jittered(this.#k.clock, this.#settings.poll_interval), signal)))
         return;
     }
   }
@@ -137,7 +137,7 @@ export class ApexLogSource implements Source {
         }
         const start = typeof record.StartTime === "string" ? parseSfTimestampNs(record.StartTime) : undefined;
         const ageMs = start === undefined ? Infinity : this.#k.clock.now() - nsToMs(start);
-        if (ageMs <= this.#settings.download_max_age_ms) {
+        if (ageMs <= this.#settings.download_max_age) {
           // Not yielded and not advanced past: the next cycle lists this log again (#93).
           this.#k.health.failed("apexlog", err, `ApexLog body ${id}`);
           return { kind: "stop" };

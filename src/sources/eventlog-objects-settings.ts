@@ -5,8 +5,8 @@ export interface EventLogObjectSettings {
   /** sObject API name (`LoginEvent`, `SetupAuditTrail`, `MyAudit__c`). */
   name: string;
   timestamp_field: string;
-  poll_interval_ms: number;
-  lookback_ms: number;
+  poll_interval: number;
+  lookback: number;
   sample: number;
   /** Big Objects reject ascending ORDER BY and paging: drain newest-first instead. */
   big_object: boolean;
@@ -16,7 +16,7 @@ export interface EventLogObjectSettings {
    * Rows newer than now - settle_window are left for a later cycle, so rows that become queryable
    * late are not passed by the watermark (#87). Unset: 5 min for Big Objects, else 0.
    */
-  settle_window_ms?: number | null;
+  settle_window?: number | null;
 }
 
 export interface EventLogObjectsSettings {
@@ -27,14 +27,14 @@ export interface EventLogObjectsSettings {
 
 export const OBJECT_DEFAULTS: Omit<EventLogObjectSettings, "name"> = {
   timestamp_field: "EventDate",
-  poll_interval_ms: 300_000,
-  lookback_ms: 3_600_000,
+  poll_interval: 300_000,
+  lookback: 3_600_000,
   sample: 1,
   big_object: false,
   max_catchup_records: 200_000,
-  settle_window_ms: null,
+  settle_window: null,
 };
 
 export function objectSettleWindowMs(o: EventLogObjectSettings): number {
-  return o.settle_window_ms ?? (o.big_object ? 300_000 : 0);
+  return o.settle_window ?? (o.big_object ? 300_000 : 0);
 }

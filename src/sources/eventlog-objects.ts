@@ -50,15 +50,12 @@ export class EventLogObjectsSource implements Source {
         if (aborted(signal)) return;
         if (due.get(obj.name)! > this.#k.clock.monotonic()) continue;
         const end = yield* this.#cycle(obj, state, cursors, signal);
-        due.set(obj.name, this.#k.clock.monotonic() + jittered(this.#k.clock, obj.poll_interval_ms));
+        due.set(obj.name, this.#k.clock.monotonic() + jittered(this.#k.clock, obj.poll_interval));
         if (end.throttled) {
           // The org's API budget is spent: every other object that is due waits a full interval too.
           for (const other of objects) {
             if (other !== obj && due.get(other.name)! <= this.#k.clock.monotonic()) {
-              due.set(
-                other.name,
-                this.#k.clock.monotonic() + jittered(this.#k.clock, other.poll_interval_ms),
-              );
+              due.set(other.name, this.#k.clock.monotonic() + jittered(this.#k.clock, other.poll_interval));
             }
           }
           break;
@@ -87,7 +84,7 @@ export class EventLogObjectsSource implements Source {
       }
       cursor = IdWindowCursor.load(key, stored, {
         nowMs: this.#k.clock.now(),
-        lookbackMs: obj.lookback_ms,
+        lookbackMs: obj.lookback,
         log: this.#k.log,
       });
       cursors.set(key, cursor);

@@ -19,13 +19,13 @@ export interface EventLogFileSettings {
   event_types: readonly EventLogFileTypeSettings[];
   /** Discovered types to leave out. */
   exclude: readonly string[];
-  poll_interval_ms: number;
-  lookback_ms: number;
+  poll_interval: number;
+  lookback: number;
   timestamp_column: string;
   page_size: number;
   /** Unset: 5 min for Hourly (files can be listed before they are complete), 0 for Daily. */
-  settle_window_ms?: number | null;
-  download_max_age_ms: number;
+  settle_window?: number | null;
+  download_max_age: number;
   transforms: readonly TransformRule[];
   concurrency: number;
 }
@@ -35,16 +35,16 @@ export const ELF_DEFAULTS: EventLogFileSettings = {
   interval: "Hourly",
   event_types: [],
   exclude: [],
-  poll_interval_ms: 3_600_000,
-  lookback_ms: 86_400_000,
+  poll_interval: 3_600_000,
+  lookback: 86_400_000,
   timestamp_column: "TIMESTAMP_DERIVED",
   page_size: 1000,
-  settle_window_ms: null,
-  download_max_age_ms: 86_400_000,
+  settle_window: null,
+  download_max_age: 86_400_000,
   transforms: [],
   concurrency: 4,
 };
 
 export function settleWindowMs(s: EventLogFileSettings): number {
-  return s.settle_window_ms ?? (s.interval === "Hourly" ? 300_000 : 0);
+  return s.settle_window ?? (s.interval === "Hourly" ? 300_000 : 0);
 }

@@ -84,7 +84,7 @@ class TypeWork {
       transforms: run.transforms,
       shaper: run.shaper,
     };
-    this.#sinceDefault = formatIsoSeconds(cycle.nowSfMs - run.settings.lookback_ms);
+    this.#sinceDefault = formatIsoSeconds(cycle.nowSfMs - run.settings.lookback);
   }
 
   async run(): Promise<{ throttled: boolean }> {
@@ -208,7 +208,7 @@ class TypeWork {
           health.failed(this.#type.name, err, `EventLogFile download ${file.id}`);
           return "throttled";
         }
-        if (ageMs !== undefined && ageMs > settings.download_max_age_ms) {
+        if (ageMs !== undefined && ageMs > settings.download_max_age) {
           log.warn(
             {
               eventType: this.#type.name,

@@ -68,7 +68,7 @@ export class EventLogFileSource implements Source {
       for await (const batch of this.#cycle(run, signal)) yield* batch;
       this.#lastCycleSeconds = (this.#k.clock.monotonic() - started) / 1000;
       if (this.#k.once) return;
-      if (!(await pause(this.#k.clock, jittered(this.#k.clock, this.#settings.poll_interval_ms), signal)))
+      if (!(await pause(this.#k.clock, jittered(this.#k.clock, this.#settings.poll_interval), signal)))
         return;
     }
   }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { apexLogQuery } from "../../src/salesforce/apexlog.ts";
-import { sfDatetime, simId, type SimApexLog } from "../../src/sim/salesforce-rest/index.ts";
+import { sfDatetime, simApexLog, simId, type SimApexLog } from "../../src/sim/salesforce-rest/index.ts";
 import { ApexLogSource } from "../../src/sources/apexlog.ts";
 import { APEXLOG_DEFAULTS, type ApexLogSettings } from "../../src/sources/apexlog-settings.ts";
 import { ManualClock } from "../../src/util/clock.ts";
@@ -11,20 +11,10 @@ const NOW = Date.UTC(2026, 0, 1, 12);
 const MIN = 60_000;
 
 function apex(n: number, startMs: number, extra: Partial<SimApexLog> = {}): SimApexLog {
-  return {
-    Id: simId("07L", n),
-    StartTime: sfDatetime(startMs),
-    LogUserId: "005SIM000000000001",
-    Username: n % 2 === 0 ? "dev@example.com" : "ops@example.com",
-    Operation: "/apex/AccountPage",
-    Request: "Application",
-    Status: n % 5 === 0 ? "Attempt to de-reference a null object" : "Success",
-    Application: "Browser",
-    DurationMilliseconds: 40 + n,
-    Location: "Monitoring",
+  return simApexLog(n, startMs, {
     body: `60.0 APEX_CODE,DEBUG\n12:00:00.0 (1)|EXECUTION_STARTED\nlog ${n}\n`,
     ...extra,
-  };
+  });
 }
 
 async function world(t: TestContext, logs: SimApexLog[]) {
@@ -139,7 +129,7 @@ describe("ApexLogSource", () => {
   it("ships an old log's metadata when its body keeps failing", async (t) => {
     const w = await world(t, [apex(1, NOW - 3 * 60 * MIN + MIN), apex(2, NOW - 3 * 60 * MIN + 2 * MIN)]);
     w.sim.faults.add({ route: "apexlog_body", kind: "server_error", times: 3 });
-    const { entries } = await drive(w.source({ lookback_ms: 4 * 60 * MIN }), w.store);
+    const { entries } = await drive(w.source({ lookback: 4 * 60 * MIN }), w.store);
     assert.equal(entries.length, 2);
     assert.equal(entries[0]!.structuredMetadata.body_skip_reason, "download_error");
     assert.equal((JSON.parse(entries[0]!.line) as { Id: string }).Id, simId("07L", 1));

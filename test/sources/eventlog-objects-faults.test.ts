@@ -87,7 +87,7 @@ describe("EventLogObjectsSource: faults and scheduling", () => {
     })({ startMs: NOW });
     const w = await objectsWorld(t, { objects: { LoginEvent: [], ApiEvent: [] } }, clock);
     const source = w.source(
-      [object("LoginEvent", { poll_interval_ms: MIN }), object("ApiEvent", { poll_interval_ms: 10 * MIN })],
+      [object("LoginEvent", { poll_interval: MIN }), object("ApiEvent", { poll_interval: 10 * MIN })],
       {},
       { once: false },
     );

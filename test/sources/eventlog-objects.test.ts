@@ -81,7 +81,7 @@ describe("EventLogObjectsSource: ascending objects", () => {
     const late = rec(2, NOW - 8 * MIN, { $visibleAtMs: NOW + MIN });
     const records = [rec(1, NOW - 10 * MIN), late, rec(3, NOW - MIN)];
     const w = await objectsWorld(t, { objects: { LoginEvent: records } });
-    const obj = object("LoginEvent", { settle_window_ms: 5 * MIN });
+    const obj = object("LoginEvent", { settle_window: 5 * MIN });
     assert.deepEqual(idsOf((await drive(w.source([obj]), w.store)).entries), [simId("0Yq", 1)]);
     w.clock.advance(6 * MIN);
     assert.deepEqual(idsOf((await drive(w.source([obj]), w.store)).entries), [

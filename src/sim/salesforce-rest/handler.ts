@@ -31,6 +31,8 @@ export interface SimRestOptions {
   apexLogs?: SimApexLog[];
   limits?: Record<string, SimLimit>;
   sobjects?: string[];
+  /** More describeGlobal names, computed per call (the simulated org adds its Pub/Sub topics). */
+  moreSObjects?: () => Iterable<string>;
   /** Records per query page before `nextRecordsUrl` (Salesforce: 2000). */
   batchSize?: number;
   faults?: FaultRule[];
@@ -44,6 +46,8 @@ export interface SimRestStats {
   /** Body bytes of CSV and ApexLog downloads written. */
   bytesServed: number;
   unauthorized: number;
+  /** Successful GETs of the limits endpoint. */
+  limitsCalls: number;
 }
 
 export interface SimRestHandler {
@@ -73,7 +77,14 @@ export function createSimRest(opts: SimRestOptions = {}): SimRestHandler {
   };
   const faults = new SimFaults();
   for (const rule of opts.faults ?? []) faults.add(rule);
-  const stats: SimRestStats = { requests: 0, queries: [], downloads: 0, bytesServed: 0, unauthorized: 0 };
+  const stats: SimRestStats = {
+    requests: 0,
+    queries: [],
+    downloads: 0,
+    bytesServed: 0,
+    unauthorized: 0,
+    limitsCalls: 0,
+  };
   const cursors = new Map<string, { records: Record<string, unknown>[]; tooling: boolean }>();
   let nextCursor = 0;
 
@@ -158,14 +169,16 @@ export function createSimRest(opts: SimRestOptions = {}): SimRestHandler {
         return true;
       }
       if (local === "/limits" || local === "/limits/") {
+        stats.limitsCalls++;
         send(200, data.limits);
         return true;
       }
       if (local === "/sobjects" || local === "/sobjects/") {
+        const names = [...new Set([...data.sobjects, ...(opts.moreSObjects?.() ?? [])])].sort();
         send(200, {
           encoding: "UTF-8",
           maxBatchSize: 200,
-          sobjects: data.sobjects.map((name) => ({ name })),
+          sobjects: names.map((name) => ({ name, label: name, queryable: true })),
         });
         return true;
       }

@@ -11,5 +11,14 @@ export {
   type SimLimit,
   type SimRecord,
 } from "./data.ts";
+export {
+  addPollingData,
+  appendApexLogs,
+  appendElfFile,
+  appendObjectRecords,
+  objectIdPrefix,
+  simApexLog,
+  type SimPollingData,
+} from "./generate.ts";
 export { ELF_COLUMNS, rowCells, type RowCustomizer } from "./elf-csv.ts";
 export { SimFaults, type FaultKind, type FaultRoute, type FaultRule } from "./faults.ts";

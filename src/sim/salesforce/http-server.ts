@@ -1,9 +1,10 @@
 // The simulated org's HTTP face: OAuth token endpoint (JWT bearer verified with jose, or client
-// credentials), userinfo, and describeGlobal for wildcard topic discovery.
+// credentials) and userinfo here; everything under /services/data (describeGlobal, SOQL, EventLogFile
+// blobs, ApexLog bodies, limits) is the REST simulator's, mounted on the same port.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { decodeJwt, jwtVerify } from "jose";
-import { shortNameOf } from "./events.ts";
+import type { SimRestHandler } from "../salesforce-rest/handler.ts";
 import type { SimOrgState } from "./org-state.ts";
 
 const JWT_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -27,7 +28,7 @@ function bearer(req: IncomingMessage): string {
   return auth.startsWith("Bearer ") ? auth.slice(7) : "";
 }
 
-export function createSimHttpServer(state: SimOrgState): Server {
+export function createSimHttpServer(state: SimOrgState, rest: SimRestHandler): Server {
   const publicKey: KeyObject | undefined = state.opts.publicKeyPem
     ? createPublicKey(state.opts.publicKeyPem)
     : undefined;
@@ -104,30 +105,6 @@ export function createSimHttpServer(state: SimOrgState): Server {
     });
   }
 
-  /** describeGlobal: topic names as sObjects, `<X>Event` topics with their `<X>EventStore` twin. */
-  function describeGlobal(req: IncomingMessage, res: ServerResponse): void {
-    if (!state.validTokens.has(bearer(req))) {
-      send(res, 401, [{ message: "Session expired or invalid", errorCode: "INVALID_SESSION_ID" }]);
-      return;
-    }
-    const names = new Set<string>([
-      "Account",
-      "Contact",
-      "LoginHistory",
-      ...(state.opts.extraSObjects ?? []),
-    ]);
-    for (const topic of state.topics.keys()) {
-      const name = shortNameOf(topic);
-      names.add(name);
-      if (topic.startsWith("/event/") && name.endsWith("Event")) names.add(`${name}Store`);
-    }
-    send(res, 200, {
-      encoding: "UTF-8",
-      maxBatchSize: 200,
-      sobjects: [...names].sort().map((name) => ({ name, label: name, queryable: true })),
-    });
-  }
-
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (path === "/services/oauth2/token") state.tokenRequests++;
@@ -143,14 +120,12 @@ export function createSimHttpServer(state: SimOrgState): Server {
       userinfo(req, res);
       return;
     }
-    if (req.method === "GET" && /^\/services\/data\/v\d+\.\d+\/sobjects\/?$/.test(path)) {
-      describeGlobal(req, res);
-      return;
-    }
+    if (rest(req, res)) return;
     send(res, 404, [{ message: "The requested resource does not exist", errorCode: "NOT_FOUND" }]);
   }
 
-  return createServer((req, res) => {
+  // A URI just past 16 KiB must reach the REST handler (and get Salesforce's 414), not Node's 431.
+  return createServer({ maxHeaderSize: 64 * 1024 }, (req, res) => {
     route(req, res).catch((err: unknown) => {
       send(res, 500, { error: String(err) });
     });

@@ -1,11 +1,15 @@
 // What the simulated org's HTTP and gRPC faces share: identity, issued tokens, topics, queued faults.
+import type { SimRestOptions } from "../salesforce-rest/handler.ts";
+import type { SimPollingData } from "../salesforce-rest/generate.ts";
 import { TopicLog } from "./topic-log.ts";
 
 export interface SimOrgOptions {
-  /** Seeds the event generator; same seed, same events. */
+  /** Seeds the event generator and the CSV cells; same seed, same events. */
   seed?: number;
-  eventsPerTopic: number;
-  topics: string[];
+  /** Events each topic starts with (default 0). */
+  eventsPerTopic?: number;
+  /** Pub/Sub topics (default none: a polling-only org). */
+  topics?: string[];
   /** Replay window in events per topic (default: unlimited). */
   retentionEvents?: number;
   clientId?: string;
@@ -24,6 +28,13 @@ export interface SimOrgOptions {
   tls?: { certPem: string; keyPem: string };
   /** Extra sObject names for describeGlobal, beside those derived from the topics. */
   extraSObjects?: string[];
+  /**
+   * The REST side's data and behaviour as given (records, files, logs, limits, page size, wire
+   * faults); only tokens this org issued are accepted.
+   */
+  rest?: Omit<SimRestOptions, "validToken" | "moreSObjects" | "seed">;
+  /** Generated polling data in the recent past, added to `rest`'s (see salesforce-rest/generate.ts). */
+  polling?: SimPollingData;
 }
 
 export interface QueuedHttpFault {
@@ -66,7 +77,7 @@ export class SimOrgState {
     this.clientId = opts.clientId ?? "3MVG9sim.client.id";
     this.#seed = opts.seed ?? 1;
     this.#retention = opts.retentionEvents ?? Number.MAX_SAFE_INTEGER;
-    for (const topic of opts.topics) this.addTopic(topic, opts.eventsPerTopic);
+    for (const topic of opts.topics ?? []) this.addTopic(topic, opts.eventsPerTopic ?? 0);
   }
 
   addTopic(topic: string, events: number): void {

@@ -1,7 +1,11 @@
-// A whole simulated Salesforce org on loopback: HTTP (OAuth, userinfo, describeGlobal) and the
-// Pub/Sub gRPC API, with a faults API for tests and deterministic events for demos and benches.
+// A whole simulated Salesforce org on loopback: HTTP (OAuth, userinfo, and the REST API: describeGlobal,
+// SOQL, EventLogFile blobs, ApexLog bodies, limits) and the Pub/Sub gRPC API, with a faults API for
+// tests and deterministic events for demos and benches.
 import type { AddressInfo } from "node:net";
 import { status } from "@grpc/grpc-js";
+import { addPollingData } from "../salesforce-rest/generate.ts";
+import { createSimRest, type SimRestHandler } from "../salesforce-rest/handler.ts";
+import { shortNameOf } from "./events.ts";
 import { createSimHttpServer } from "./http-server.ts";
 import { CORRUPTED_REPLAY_ID_CODE, SimOrgState, type SimOrgOptions, type TokenClaims } from "./org-state.ts";
 import { TcpRelay } from "./tcp-relay.ts";
@@ -65,13 +69,23 @@ export interface SimOrg {
   orgId: string;
   clientId: string;
   faults: SimOrgFaults;
+  /** The REST side: its data (mutable between runs), wire faults and request stats. */
+  rest: SimRestHandler;
   stats(): SimOrgStats;
   stop(): Promise<void>;
 }
 
 export async function startSimOrg(opts: SimOrgOptions): Promise<SimOrg> {
   const state = new SimOrgState(opts);
-  const http = createSimHttpServer(state);
+  const rest = createSimRest({
+    ...opts.rest,
+    seed: opts.seed ?? 1,
+    sobjects: opts.rest?.sobjects ?? ["Account", "Contact", "LoginHistory", ...(opts.extraSObjects ?? [])],
+    moreSObjects: () => topicSObjects(state),
+    validToken: (token) => state.validTokens.has(token),
+  });
+  if (opts.polling) addPollingData(rest.data, opts.polling, opts.rest?.clock?.now() ?? Date.now());
+  const http = createSimHttpServer(state, rest);
   await new Promise<void>((resolve, reject) => {
     http.once("error", reject);
     http.listen(0, "127.0.0.1", () => {
@@ -144,6 +158,7 @@ export async function startSimOrg(opts: SimOrgOptions): Promise<SimOrg> {
     orgId: state.orgId,
     clientId: state.clientId,
     faults,
+    rest,
     stats: () => ({
       topics: Object.fromEntries(
         [...state.topics].map(([name, log]) => [
@@ -171,4 +186,15 @@ export async function startSimOrg(opts: SimOrgOptions): Promise<SimOrg> {
       );
     },
   };
+}
+
+/** Topic names as describeGlobal lists them: `<X>Event` topics come with their `<X>EventStore` twin. */
+function topicSObjects(state: SimOrgState): string[] {
+  const names: string[] = [];
+  for (const topic of state.topics.keys()) {
+    const name = shortNameOf(topic);
+    names.push(name);
+    if (topic.startsWith("/event/") && name.endsWith("Event")) names.push(`${name}Store`);
+  }
+  return names;
 }

@@ -1,0 +1,200 @@
+// EventLogFile drain through the whole daemon: one file of N realistic-width rows from the simulated
+// org (OAuth + REST) through createApp — EventLogFileSource, bulk lane, batching, the Loki sink
+// (protobuf + snappy), file checkpoint store — into a Loki receiver, as a finite run (pollOnce). The
+// org and the receiver each run in their own child process, so this process's CPU and RSS are the
+// daemon's alone. The receiver decodes every push with the same decoder the test receiver uses and
+// counts distinct REQUEST_IDs, so a run that loses or repeats a row is an error, not a figure.
+//
+// Usage: node bench/eventlogfile-daemon.ts               250 000 and 1 000 000 rows, fresh process each
+//        node bench/eventlogfile-daemon.ts --run <rows>  one measurement, JSON on stdout
+import { fork, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createApp } from "../src/app.ts";
+import { validateConfig } from "../src/config/load.ts";
+import { simSalesforceConfig } from "../src/sim/demo-polling.ts";
+import { decodePushBody } from "../src/sim/loki-decode.ts";
+import { startSimOrg } from "../src/sim/salesforce/index.ts";
+
+const HERE = fileURLToPath(import.meta.url);
+const SECRET = "bench-secret";
+
+export interface DaemonDrainFigures {
+  rows_per_s: number;
+  seconds: number;
+  peak_rss_mib: number;
+  cpu_seconds: number;
+  /** RSS at a quarter, half, three quarters and the end of the run's wall time: flat is the goal. */
+  rss_mib_by_quarter: number[];
+  pushes: number;
+}
+
+interface ReceiverStats {
+  entries: number;
+  unique: number;
+  pushes: number;
+}
+
+const mib = (bytes: number): number => Math.round((bytes / 2 ** 20) * 10) / 10;
+
+/** Forks this file in a helper role and waits for the first message it sends. */
+async function child(args: string[]): Promise<{ child: ChildProcess; ready: unknown }> {
+  // execArgv: [] keeps the measured process's V8 flags off the helpers.
+  const proc = fork(HERE, args, { execArgv: [], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const ready = await new Promise<unknown>((resolve, reject) => {
+    proc.once("message", resolve);
+    proc.once("error", reject);
+    proc.once("exit", (code) => {
+      reject(new Error(`bench helper ${args.join(" ")} exited with ${code}`));
+    });
+  });
+  return { child: proc, ready };
+}
+
+/** The simulated org holding one API file of `rows` rows, created 10 minutes ago (past the settle window). */
+async function serveOrg(rows: number): Promise<void> {
+  const org = await startSimOrg({ clientSecret: SECRET, polling: { eventLogFiles: { API: { rows } } } });
+  process.send?.({ salesforce: simSalesforceConfig(org, SECRET) });
+  process.once("disconnect", () => {
+    void org.stop().then(() => process.exit(0));
+  });
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * A Loki push endpoint that decodes every body and counts entries and distinct REQUEST_IDs
+ * (`sim-API-<n>`, n < rows: one bit each).
+ */
+async function serveReceiver(rows: number): Promise<void> {
+  const seen = new Uint8Array(rows);
+  const stats: ReceiverStats = { entries: 0, unique: 0, pushes: 0 };
+  const server = createServer((req, res) => {
+    void readBody(req).then((body) => {
+      const streams = decodePushBody(
+        body,
+        req.headers["content-type"],
+        req.headers["content-encoding"],
+        64 * 2 ** 20,
+      );
+      stats.pushes++;
+      for (const s of streams) {
+        for (const e of s.entries) {
+          stats.entries++;
+          const at = e.line.indexOf('"REQUEST_ID": "sim-API-');
+          if (at < 0) continue;
+          const n = Number.parseInt(e.line.slice(at + 23, e.line.indexOf('"', at + 23)), 10);
+          if (n >= 0 && n < rows && seen[n] === 0) {
+            seen[n] = 1;
+            stats.unique++;
+          }
+        }
+      }
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  process.on("message", () => {
+    process.send?.(stats);
+  });
+  process.send?.({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/loki/api/v1/push` });
+  process.once("disconnect", () => {
+    server.close();
+    process.exit(0);
+  });
+}
+
+async function receiverStats(receiver: ChildProcess): Promise<ReceiverStats> {
+  const reply = new Promise<ReceiverStats>((resolve) =>
+    receiver.once("message", (m) => {
+      resolve(m as ReceiverStats);
+    }),
+  );
+  receiver.send("stats");
+  return reply;
+}
+
+export async function benchEventLogFileDaemon(rows: number): Promise<DaemonDrainFigures> {
+  const org = await child(["--org", String(rows)]);
+  const receiver = await child(["--receiver", String(rows)]);
+  const { salesforce } = org.ready as { salesforce: Record<string, unknown> };
+  const { url } = receiver.ready as { url: string };
+  const dir = mkdtempSync(join(tmpdir(), "sf2loki-bench-"));
+  try {
+    const config = validateConfig({
+      salesforce,
+      sources: { eventlogfile: { enabled: true, event_types: ["API"] } },
+      sink: { loki: { url, structured_metadata_fields: ["USER_ID", "CLIENT_IP"] } },
+      state: { file: { path: join(dir, "state.json") } },
+    });
+    const app = createApp(config, { pollOnce: true, noHealthServer: true });
+    const samples: number[] = [];
+    let peak = process.memoryUsage.rss();
+    const sampler = setInterval(() => {
+      const rss = process.memoryUsage.rss();
+      samples.push(rss);
+      peak = Math.max(peak, rss);
+    }, 20);
+    const cpu0 = process.cpuUsage();
+    const started = performance.now();
+    await app.run(new AbortController().signal);
+    const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    clearInterval(sampler);
+    const got = await receiverStats(receiver.child);
+    if (got.entries !== rows || got.unique !== rows) {
+      throw new Error(`receiver got ${got.entries} entries, ${got.unique} distinct ids; expected ${rows}`);
+    }
+    const quarter = (q: number): number =>
+      mib(samples[Math.min(samples.length - 1, Math.floor((samples.length * q) / 4))] ?? 0);
+    return {
+      rows_per_s: Math.round(rows / seconds),
+      seconds: Math.round(seconds * 100) / 100,
+      peak_rss_mib: mib(peak),
+      cpu_seconds: Math.round(((cpu.user + cpu.system) / 1e6) * 100) / 100,
+      rss_mib_by_quarter: [1, 2, 3, 4].map((q) => quarter(q === 4 ? 3.99 : q)),
+      pushes: got.pushes,
+    };
+  } finally {
+    org.child.disconnect();
+    receiver.child.disconnect();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** One measurement in a fresh process, so each size starts from the same heap. */
+export async function daemonRunInChild(rows: number, execArgv: string[] = []): Promise<DaemonDrainFigures> {
+  const proc = fork(HERE, ["--run", String(rows)], { execArgv, stdio: ["ignore", "pipe", "inherit", "ipc"] });
+  let out = "";
+  proc.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => proc.once("exit", resolve));
+  if (code !== 0) throw new Error(`daemon bench run for ${rows} rows exited with ${code}`);
+  return JSON.parse(out) as DaemonDrainFigures;
+}
+
+if (process.argv[1] === HERE) {
+  const [flag, arg] = process.argv.slice(2);
+  if (flag === "--org") await serveOrg(Number(arg));
+  else if (flag === "--receiver") await serveReceiver(Number(arg));
+  else if (flag === "--run") {
+    console.log(JSON.stringify(await benchEventLogFileDaemon(Number(arg))));
+    process.exit(0);
+  } else {
+    const results: Record<string, DaemonDrainFigures> = {};
+    for (const rows of [250_000, 1_000_000]) {
+      results[`${rows}`] = await daemonRunInChild(rows);
+      results[`${rows} --max-semi-space-size=16`] = await daemonRunInChild(rows, [
+        "--max-semi-space-size=16",
+      ]);
+    }
+    console.log(JSON.stringify({ bench: "eventlogfile_daemon_drain", results }, null, 2));
+  }
+}

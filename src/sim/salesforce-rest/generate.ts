@@ -1,0 +1,112 @@
+// Generated REST data for a simulated org that a real daemon polls on the system clock: everything is
+// placed in the recent past (inside the sources' default lookbacks, outside the ELF settle window),
+// with ids a test can enumerate: record Ids `simId(<prefix>, n)`, ELF rows `sim-<EventType>-<n>`,
+// ApexLog Ids `simId("07L", n)`. The `append*` helpers add newer data to a running org (records that
+// arrive while sf2loki is down).
+import { elfFile, sfDatetime, simId, type SimApexLog, type SimData, type SimRecord } from "./data.ts";
+
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+
+export interface SimPollingData {
+  /** SOQL-queryable objects by name: `records` records, `tie` of them sharing one EventDate. */
+  objects?: Record<string, { records: number; tie?: number }>;
+  /** EventLogFile types by name: `rows` rows split over `files` Hourly files (default 1). */
+  eventLogFiles?: Record<string, { rows: number; files?: number }>;
+  /** ApexLogs, each with a small body naming its Id. */
+  apexLogs?: number;
+}
+
+/** The 3-character Id prefix of the i-th generated object (`0Y0`, `0Y1`, ...). */
+export function objectIdPrefix(index: number): string {
+  return `0Y${index.toString(36)}`;
+}
+
+/** Fills `data` with `spec`'s records, all between about 50 and 2 minutes before `nowMs`. */
+export function addPollingData(data: SimData, spec: SimPollingData, nowMs: number): void {
+  const objectNames = Object.keys(spec.objects ?? {});
+  objectNames.forEach((name, index) => {
+    const o = spec.objects![name]!;
+    data.objects[name] = [];
+    appendObjectRecords(data, name, o.records, {
+      prefix: objectIdPrefix(index),
+      fromMs: nowMs - 40 * MIN,
+      toMs: nowMs - 2 * MIN,
+      tie: o.tie ?? 0,
+    });
+  });
+  for (const [type, e] of Object.entries(spec.eventLogFiles ?? {})) {
+    const files = Math.max(1, e.files ?? 1);
+    for (let i = 0; i < files; i++) {
+      const rows = Math.floor(e.rows / files) + (i < e.rows % files ? 1 : 0);
+      // Oldest first, the newest 10 minutes old: past the default 5-minute Hourly settle window.
+      appendElfFile(data, type, rows, nowMs - 10 * MIN - (files - 1 - i) * HOUR);
+    }
+  }
+  if (spec.apexLogs) appendApexLogs(data, spec.apexLogs, nowMs - 40 * MIN, nowMs - 2 * MIN);
+}
+
+/**
+ * Appends `count` records to `name`, EventDates spread evenly over [fromMs, toMs]; with `tie`, that
+ * many records in the middle share one EventDate (Ids still ascend in n order).
+ */
+export function appendObjectRecords(
+  data: SimData,
+  name: string,
+  count: number,
+  opts: { prefix: string; fromMs: number; toMs: number; tie?: number },
+): SimRecord[] {
+  const records = (data.objects[name] ??= []);
+  const first = records.length;
+  const tie = Math.min(opts.tie ?? 0, count);
+  const tieStart = Math.floor((count - tie) / 2);
+  const step = count > 1 ? (opts.toMs - opts.fromMs) / (count - 1) : 0;
+  const added: SimRecord[] = [];
+  for (let i = 0; i < count; i++) {
+    const slot = i >= tieStart && i < tieStart + tie ? tieStart : i;
+    const n = first + i;
+    const record: SimRecord = {
+      Id: simId(opts.prefix, n),
+      EventDate: sfDatetime(Math.floor(opts.fromMs + slot * step)),
+      Username: `user${n % 7}@example.com`,
+      LoginType: "Application",
+      Status: n % 10 === 0 ? "Failed" : "Success",
+    };
+    records.push(record);
+    added.push(record);
+  }
+  return added;
+}
+
+/** One Hourly file of `rows` rows created at `createdMs`; its REQUEST_IDs continue the type's numbering. */
+export function appendElfFile(data: SimData, eventType: string, rows: number, createdMs: number): void {
+  elfFile(data, { n: data.eventLogFiles.length + 1, eventType, createdMs, rows });
+}
+
+/** ApexLog n (Id `simId("07L", n)`), started at `startMs`, whose body names its Id. */
+export function simApexLog(n: number, startMs: number, extra: Partial<SimApexLog> = {}): SimApexLog {
+  const id = simId("07L", n);
+  return {
+    Id: id,
+    StartTime: sfDatetime(startMs),
+    LogUserId: "005SIM000000000001",
+    Username: n % 2 === 0 ? "dev@example.com" : "ops@example.com",
+    Operation: "/apex/AccountPage",
+    Request: "Application",
+    Status: n % 5 === 0 ? "Attempt to de-reference a null object" : "Success",
+    Application: "Browser",
+    DurationMilliseconds: 40 + (n % 100),
+    Location: "Monitoring",
+    body: `60.0 APEX_CODE,DEBUG\n12:00:00.0 (1)|EXECUTION_STARTED\napexlog ${id}\n`,
+    ...extra,
+  };
+}
+
+/** Appends `count` ApexLogs, StartTimes spread over [fromMs, toMs]. */
+export function appendApexLogs(data: SimData, count: number, fromMs: number, toMs: number): SimApexLog[] {
+  const first = data.apexLogs.length;
+  const step = count > 1 ? (toMs - fromMs) / (count - 1) : 0;
+  const added = Array.from({ length: count }, (_, i) => simApexLog(first + i, Math.floor(fromMs + i * step)));
+  data.apexLogs.push(...added);
+  return added;
+}
