@@ -10,6 +10,7 @@ import { createMetrics, StateGauge, type Metrics } from "./obs/metrics.ts";
 import { StateFenceError } from "./state/errors.ts";
 import { systemClock, type Clock } from "./util/clock.ts";
 import { buildGraph, type Graph } from "./wiring.ts";
+import type { BuiltCoordinator } from "./coordinate/build.ts";
 import type { Labels } from "./model.ts";
 import type { Sink } from "./sinks/sink.ts";
 
@@ -27,6 +28,8 @@ export interface AppDeps {
    * everything is delivered and committed (tests, benchmarks). Not a config key on purpose.
    */
   pollOnce?: boolean;
+  /** Replaces the configured coordinator (tests drive leadership by hand). */
+  coordinator?: BuiltCoordinator;
 }
 
 export interface App {
@@ -52,6 +55,7 @@ export function createApp(config: Config, deps: AppDeps = {}): App {
     meter: metrics.meter,
     ...(deps.sink ? { sink: deps.sink } : {}),
     ...(deps.pollOnce ? { pollOnce: true } : {}),
+    ...(deps.coordinator ? { coordinator: deps.coordinator } : {}),
   });
   return new RunningApp(config, graph, metrics, clock, logger, deps);
 }
@@ -248,6 +252,11 @@ class RunningApp implements App {
       current = undefined;
     };
 
+    if (this.#config.coordinate.type !== "noop") {
+      // Campaigning: a healthy standby, not a broken replica (readiness says which).
+      this.#notReady = "standby";
+      this.#leader.set(0);
+    }
     await this.graph.coordinator.run({
       signal: stop.signal,
       onAcquire: () => {

@@ -22,6 +22,7 @@ import { PubSubSource } from "./sources/pubsub.ts";
 import type { PollingSourceDeps } from "./sources/shaping-deps.ts";
 import type { Source } from "./sources/source.ts";
 import { buildStore } from "./state/build.ts";
+import { FileCheckpointStore } from "./state/file-store.ts";
 import { isEpochCapable } from "./state/org-view.ts";
 import type { CheckpointStore } from "./state/store.ts";
 import { systemClock, type Clock } from "./util/clock.ts";
@@ -32,6 +33,8 @@ export interface WiringDeps {
   meter?: Meter;
   /** Replaces the Loki sink (tests); the real one is built from `sink.loki`. */
   sink?: Sink;
+  /** Replaces the configured coordinator (tests drive leadership by hand); fence wiring still applies. */
+  coordinator?: BuiltCoordinator;
   /**
    * Polling sources run one cycle and end (tests, benchmarks, one-shot catch-ups). With no Pub/Sub
    * topic configured the pipeline run then ends on its own: a clean finite run.
@@ -73,8 +76,14 @@ export function buildGraph(config: Config, deps: WiringDeps = {}): Graph {
 
   const sink = deps.sink ?? createLokiSink(loki, common);
   const store = buildStore(config.state, { exclusiveLock: config.coordinate.type === "noop", clock, logger });
-  const coordinator = buildCoordinator(config.coordinate, { clock, logger });
-  if (config.coordinate.type !== "noop") {
+  const coordinator =
+    deps.coordinator ??
+    buildCoordinator(config.coordinate, {
+      clock,
+      logger,
+      ...(store instanceof FileCheckpointStore ? { epochFloor: () => store.readFenceEpoch() } : {}),
+    });
+  if (config.coordinate.type !== "noop" || deps.coordinator) {
     // The fence runs before every commit; the epoch catches a stale leader at write time.
     store.setFence(() => coordinator.checkFence());
     if (isEpochCapable(store)) store.setEpoch(() => coordinator.epoch);

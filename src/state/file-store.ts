@@ -114,6 +114,14 @@ export class FileCheckpointStore implements CheckpointStore {
     this.#epoch = epoch;
   }
 
+  /**
+   * The highest epoch stamped in the file, read fresh: a new leader starts above it even when its
+   * lease was lost or corrupted (#99), so it never fences itself out.
+   */
+  async readFenceEpoch(): Promise<number | undefined> {
+    return this.#storedEpoch(await this.#read());
+  }
+
   async close(): Promise<void> {
     await this.#mutex.run(async () => {
       await this.#lock?.release();
