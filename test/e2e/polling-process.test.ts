@@ -2,27 +2,12 @@
 // for the polling sources across a crash, with duplicates bounded by the interrupted file.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { join } from "node:path";
-import { setTimeout as delay } from "node:timers/promises";
 import { stringify } from "yaml";
 import { startDemoWorld, type DemoWorld } from "../../src/sim/demo-world.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";
-
-const BIN = new URL("../../bin/sf2loki.js", import.meta.url).pathname;
-
-async function waitFor(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await delay(100);
-  }
-}
-
-function daemon(config: string): ChildProcess {
-  return spawn(process.execPath, [BIN, "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
-}
+import { spawnDaemon, waitFor } from "../support/daemon.ts";
 
 const delivered = (w: DemoWorld): number =>
   Object.values(w.pollingStats()).reduce((n, s) => n + s.delivered, 0);
@@ -44,14 +29,14 @@ test("kill -9 mid-EventLogFile, then a restart: every row, object record and Ape
   const config = writeFile(dir, "c.yaml", stringify(world.config(join(dir, "state.json"))));
   const total = Object.values(world.pollingStats()).reduce((n, s) => n + s.emitted, 0);
 
-  const first = daemon(config);
+  const first = spawnDaemon(config);
   t.after(() => first.kill("SIGKILL"));
   await waitFor(() => delivered(world) >= 8_000, 30_000, "the first daemon to ship 8 000 records");
   first.kill("SIGKILL");
   await once(first, "exit");
   assert.ok(delivered(world) < total, "killed mid-drain");
 
-  const second = daemon(config);
+  const second = spawnDaemon(config);
   t.after(() => second.kill("SIGKILL"));
   let stderr = "";
   second.stderr?.on("data", (c: Buffer) => (stderr += c.toString()));

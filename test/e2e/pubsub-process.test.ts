@@ -2,31 +2,15 @@
 // to Salesforce flow control.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { join } from "node:path";
-import { setTimeout as delay } from "node:timers/promises";
 import { stringify } from "yaml";
 import { createApp } from "../../src/app.ts";
 import { validateConfig } from "../../src/config/load.ts";
 import { deepMerge } from "../../src/config/env.ts";
 import { startDemoWorld, type DemoWorld } from "../../src/sim/demo-world.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";
-
-const BIN = new URL("../../bin/sf2loki.js", import.meta.url).pathname;
-
-/** Polls `cond` every 100 ms for at most `ms`; these tests wait on real processes and sockets. */
-async function waitFor(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await delay(100);
-  }
-}
-
-function daemon(config: string): ChildProcess {
-  return spawn(process.execPath, [BIN, "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
-}
+import { spawnDaemon, waitFor } from "../support/daemon.ts";
 
 const delivered = (w: DemoWorld): number => Object.values(w.stats()).reduce((n, s) => n + s.delivered, 0);
 
@@ -36,14 +20,14 @@ test("kill -9 of the daemon mid-stream, then a restart: nothing lost, duplicates
   const dir = tempDir();
   const config = writeFile(dir, "c.yaml", stringify(world.config(join(dir, "state.json"))));
 
-  const first = daemon(config);
+  const first = spawnDaemon(config);
   t.after(() => first.kill("SIGKILL"));
   await waitFor(() => delivered(world) >= 20_000, 30_000, "the first daemon to deliver 20 000 events");
   first.kill("SIGKILL");
   await once(first, "exit");
   assert.ok(delivered(world) < 90_000, "killed mid-stream");
 
-  const second = daemon(config);
+  const second = spawnDaemon(config);
   t.after(() => second.kill("SIGKILL"));
   let stderr = "";
   second.stderr?.on("data", (c: Buffer) => (stderr += c.toString()));
