@@ -58,6 +58,9 @@ export class OrderedCommitter {
   /** Stops committing and rejects anyone waiting; a store write already started runs to its end. */
   cancel(reason: Error): void {
     this.#cancelled = true;
+    // Nothing behind the write in progress can commit any more; keeping it would hold the batch
+    // (and its bytes) until the next run.
+    this.#window.splice(this.#writing);
     this.#changed.fail(reason);
   }
 

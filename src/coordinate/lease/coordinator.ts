@@ -407,9 +407,21 @@ export class LeaseCoordinator implements Coordinator {
     if (!held) return;
     const record: LeaseRecord = { ...held.record, holder: "", renewedAtMs: this.#clock.now() };
     try {
-      const result = await this.#call("release", new AbortController().signal, (s) =>
+      let result = await this.#call("release", new AbortController().signal, (s) =>
         this.#backend.write(record, held.version, s),
       );
+      if (!result.ok) {
+        // A renewal aborted by the stop may still have landed, moving the version under us. If the
+        // lease is still ours in this term, release against the version just read (once).
+        const snap = await this.#call("release re-read", new AbortController().signal, (s) =>
+          this.#backend.read(s),
+        );
+        if (snap?.record?.holder === this.#identity && snap.record.epoch === this.#epoch) {
+          result = await this.#call("release", new AbortController().signal, (s) =>
+            this.#backend.write(record, snap.version, s),
+          );
+        }
+      }
       if (result.ok) {
         this.#holder = undefined;
         this.#log.info({ holder: this.#identity, epoch: this.#epoch }, "released lease");

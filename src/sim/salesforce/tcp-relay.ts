@@ -44,7 +44,13 @@ export class TcpRelay {
   }
 
   async close(): Promise<void> {
-    this.resetAll();
+    // Plain destroy, not a reset: resetting a half-closed socket leaves a handle libuv never closes,
+    // and the process spins at exit.
+    for (const [client, upstream] of this.#pairs) {
+      client.destroy();
+      upstream.destroy();
+    }
+    this.#pairs.clear();
     await new Promise<void>((resolve) =>
       this.#server.close(() => {
         resolve();
