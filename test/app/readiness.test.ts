@@ -1,0 +1,51 @@
+// Readiness degrades when Loki has been failing for longer than service.unready_after_sink_failing,
+// and heals by itself once pushes succeed again; liveness never degrades.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { createApp } from "../../src/app.ts";
+import { validateConfig } from "../../src/config/load.ts";
+import { deepMerge } from "../../src/config/env.ts";
+import { startDemoWorld } from "../../src/sim/demo-world.ts";
+import { waitFor } from "../support/daemon.ts";
+import { tempDir } from "../support/tmp.ts";
+
+test("Loki failing longer than unready_after_sink_failing: /readyz 503 degraded, then ready again", async (t) => {
+  const world = await startDemoWorld({ seed: 6, eventsPerTopic: 500, topics: ["/event/LoginEventStream"] });
+  t.after(() => world.stop());
+  world.loki.faults.failNext(1_000_000, 500);
+  const tree = deepMerge(world.config(join(tempDir(), "state.json")), {
+    service: { unready_after_sink_failing: "1s" },
+  });
+  const app = createApp(validateConfig(tree), { healthAddr: "127.0.0.1:0" });
+  const stop = new AbortController();
+  const run = app.run(stop.signal);
+  t.after(async () => {
+    stop.abort();
+    await run;
+  });
+  let ready = "";
+  let live = "";
+  const probe = async (): Promise<void> => {
+    const url = app.healthUrl();
+    if (url === undefined) return;
+    const r = await fetch(`${url}/readyz`);
+    ready = `${r.status} ${await r.text()}`;
+    const l = await fetch(`${url}/healthz`);
+    live = `${l.status} ${await l.text()}`;
+  };
+  const poll = setInterval(() => void probe().catch(() => undefined), 100);
+  t.after(() => {
+    clearInterval(poll);
+  });
+
+  await waitFor(
+    () => /^503 degraded: loki pushes failing for \d+s$/.test(ready),
+    20_000,
+    "degraded readiness",
+  );
+  assert.equal(live, "200 ok", "liveness never degrades");
+  world.loki.faults.clear();
+  await waitFor(() => ready === "200 ready", 60_000, "readiness to heal");
+  await waitFor(() => world.stats()["/event/LoginEventStream"]?.delivered === 500, 30_000, "delivery");
+});
