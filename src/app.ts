@@ -68,6 +68,12 @@ function telemetryHeaders(config: Config): Record<string, string> {
   return { Authorization: `Basic ${Buffer.from(`${user}:${token}`).toString("base64")}`, ...t.headers };
 }
 
+/** Any egress limit set (rate caps or a daily budget). */
+function egressConfigured(config: Config): boolean {
+  const e = config.sink.loki.egress;
+  return e.max_lines_per_second > 0 || e.max_bytes_per_second > 0 || e.daily_byte_budget > 0;
+}
+
 /** Hides `user:password@` in a URL before it is logged (#125). */
 export function redactUrl(url: string): string {
   return url.replace(/\/\/[^/@]*@/, "//***@");
@@ -112,6 +118,7 @@ class RunningApp implements App {
       })),
       pipeline: this.graph.pipeline.status(),
       state: this.graph.store.location,
+      egress: { configured: egressConfigured(this.#config), enforced: false },
     };
   }
 
@@ -148,6 +155,13 @@ class RunningApp implements App {
       },
       "sf2loki starting",
     );
+    if (egressConfigured(c)) {
+      // Say so loudly rather than let an operator believe a budget protects them.
+      this.#log.warn(
+        { egress: c.sink.loki.egress },
+        "sink.loki.egress limits are set but this version does not enforce them yet; nothing is rate-limited or budgeted",
+      );
+    }
   }
 
   async #startHealth(): Promise<void> {

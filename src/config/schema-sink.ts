@@ -45,7 +45,7 @@ const egress = section(
     }),
     budget_action: oneOf(["pause", "drop"], "pause", "What happens when the daily budget is spent."),
   }),
-  "Egress governor.",
+  "Egress governor (accepted for compatibility; not enforced yet: the daemon warns at startup when set).",
 );
 
 const loki = section(
