@@ -2,6 +2,14 @@
 // Process entry point: binds the CLI to the real process and sets the exit code.
 import { runCli } from "./program.ts";
 
+// `sf2loki config example | head` closes the pipe early; that is the reader's choice, not a crash.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code === "EPIPE") process.exit(process.exitCode ?? 0);
+    throw err;
+  });
+}
+
 process.exitCode = await runCli(process.argv.slice(2), {
   stdout: (t) => process.stdout.write(t),
   stderr: (t) => process.stderr.write(t),

@@ -101,3 +101,16 @@ test("the public API exports what embedders need", async () => {
     assert.ok(name in api, name);
   }
 });
+
+test("a reader that closes the pipe early is not a crash (sf2loki config example | head)", () => {
+  const bin = new URL("../../bin/sf2loki.js", import.meta.url).pathname;
+  const r = spawnSync(
+    "bash",
+    ["-c", `"${process.execPath}" "${bin}" config reference | true; echo "\${PIPESTATUS[0]}"`],
+    {
+      encoding: "utf8",
+    },
+  );
+  assert.equal(r.stdout.trim(), "0", r.stderr);
+  assert.doesNotMatch(r.stderr, /EPIPE/);
+});
