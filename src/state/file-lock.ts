@@ -25,6 +25,13 @@ export interface FileLockOptions {
   staleAfterMs?: number;
 }
 
+/**
+ * A lock file with no holder record is either a creator between its open and its write (microseconds)
+ * or something no sf2loki of this version is holding: the Python sf2loki's flock file, which it leaves
+ * behind empty, or a writer that crashed there. Past this age it is taken over.
+ */
+const UNRECORDED_LOCK_GRACE_MS = 2000;
+
 interface Holder {
   pid: number;
   hostname: string;
@@ -86,6 +93,7 @@ export class FileLock {
       if (raw === undefined) continue; // released between our create and our read
       const holder = parseHolder(raw);
       if (holder && (await this.#isStale(holder)) && (await this.#breakStale(raw, holder))) continue;
+      if (!holder && (await this.#isUnrecordedAndOld()) && (await this.#breakStale(raw, undefined))) continue;
       throw stateErrors.fileLocked(this.#statePath, this.lockPath, holder, this.#hostname);
     }
     const raw = await this.#readLock();
@@ -169,8 +177,17 @@ export class FileLock {
     }
   }
 
+  async #isUnrecordedAndOld(): Promise<boolean> {
+    try {
+      const { mtimeMs } = await this.#fs.stat(this.lockPath);
+      return this.#clock.now() - mtimeMs > UNRECORDED_LOCK_GRACE_MS;
+    } catch {
+      return false;
+    }
+  }
+
   /** Moves the stale lock aside; if what moved is not what we judged stale, puts it back. */
-  async #breakStale(raw: string, holder: Holder): Promise<boolean> {
+  async #breakStale(raw: string, holder: Holder | undefined): Promise<boolean> {
     const aside = `${this.lockPath}.stale-${this.#pid}-${randomUUID()}`;
     try {
       await this.#fs.rename(this.lockPath, aside);
@@ -184,10 +201,19 @@ export class FileLock {
       return false;
     }
     await this.#fs.unlink(aside).catch(() => undefined);
-    this.#log.warn(
-      { holderPid: holder.pid, holderHost: holder.hostname },
-      "removed a stale state lock left by a process that is no longer running",
-    );
+    if (holder) {
+      this.#log.warn(
+        { holderPid: holder.pid, holderHost: holder.hostname },
+        "removed a stale state lock left by a process that is no longer running",
+      );
+    } else {
+      this.#log.warn(
+        { lockFile: this.lockPath },
+        `took over the state lock ${this.lockPath}: it names no holder, so no sf2loki of this version holds ` +
+          "it (the Python sf2loki leaves an empty flock file behind; a crashed writer can too). Safe unless " +
+          "a Python sf2loki is still running against this directory: stop it before starting this one",
+      );
+    }
     return true;
   }
 }

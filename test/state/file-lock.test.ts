@@ -161,11 +161,29 @@ describe("file store exclusive-instance lock", () => {
     await assert.rejects(stat(`${path}.lock`), { code: "ENOENT" });
   });
 
-  test("an unreadable (empty) lock file is never broken automatically", async (t) => {
+  test("a fresh lock file with no holder record is left alone (its creator may be mid-write)", async (t) => {
     const path = join(await tempDir(t), "state.json");
     await writeFile(`${path}.lock`, "");
     const err = await lockedError(open(t, path, { lock: { isAlive: () => false } }));
     assert.equal(err.holderPid, undefined);
     assert.match(err.message, /cannot be read/);
+  });
+
+  test("the Python sf2loki's leftover empty lock is taken over with exactly one WARN naming the file (#10)", async (t) => {
+    const path = join(await tempDir(t), "state.json");
+    await writeFile(path, JSON.stringify({ "pubsub:/event/LoginEventStream": "AAAAAAAAAAE=" }));
+    await writeFile(`${path}.lock`, "");
+    const old = new Date(Date.now() - 60_000);
+    await utimes(`${path}.lock`, old, old);
+    const log = captureLogger();
+    const store = open(t, path, { logger: log.logger });
+    assert.equal(await store.load("pubsub:/event/LoginEventStream"), "AAAAAAAAAAE=");
+    const warnings = log.warnings();
+    assert.equal(warnings.length, 1, JSON.stringify(warnings));
+    assert.ok(warnings[0]!.msg.includes(`${path}.lock`), warnings[0]!.msg);
+    assert.match(warnings[0]!.msg, /names no holder/);
+    const record = JSON.parse(await readFile(`${path}.lock`, "utf8")) as { pid: number };
+    assert.equal(record.pid, process.pid, "the lock is ours now");
+    await store.commit("k", "v");
   });
 });
