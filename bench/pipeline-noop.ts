@@ -50,6 +50,8 @@ function memoryStore(): CheckpointStore & { writes: number } {
     snapshot: () => Promise.resolve(Object.fromEntries(doc)),
     reset: () => undefined,
     setFence: () => undefined,
+    claimTerm: () => Promise.resolve(),
+    readFenceEpoch: () => Promise.resolve(undefined),
     close: () => Promise.resolve(),
   };
 }

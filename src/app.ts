@@ -1,6 +1,7 @@
 // The composition root's running half: health server, startup auth probe, leadership, the pipeline per
 // acquisition, and an orderly shutdown (pipeline, sink, store last). A fenced commit demotes this
-// process to standby in place; it never exits 0 for it (#97).
+// process to standby in place; it never exits for it (#97). A lost term demotes first (leader gauge 0,
+// /readyz standby) and drains second (#17); a checkpoint store outage is retried in place, never fatal.
 
 import type { Config } from "./config/schema.ts";
 import { describeError } from "./errors.ts";
@@ -9,8 +10,11 @@ import { silentLogger, type Logger } from "./obs/logger.ts";
 import { createMetrics, StateGauge, type Metrics } from "./obs/metrics.ts";
 import { StateFenceError } from "./state/errors.ts";
 import { systemClock, type Clock } from "./util/clock.ts";
+import { retry } from "./util/retry.ts";
+import { Watchdog } from "./watchdog.ts";
 import { buildGraph, type Graph } from "./wiring.ts";
 import type { BuiltCoordinator } from "./coordinate/build.ts";
+import type { LossReason } from "./coordinate/coordinator.ts";
 import type { Labels } from "./model.ts";
 import type { Sink } from "./sinks/sink.ts";
 
@@ -74,6 +78,14 @@ function egressConfigured(config: Config): boolean {
   return e.max_lines_per_second > 0 || e.max_bytes_per_second > 0 || e.daily_byte_budget > 0;
 }
 
+/** A store call unanswered this long, or failing since, makes /readyz say so (well within 30 s). */
+const STORE_UNREADY_AFTER_MS = 10_000;
+/** Backoff of the startup org-id resolution and of the term claim: 1 s doubling to 60 s. */
+const STARTUP_RETRY = {
+  maxAttempts: Number.POSITIVE_INFINITY,
+  backoffMs: (attempt: number) => Math.min(60_000, 1000 * 2 ** (attempt - 1)),
+};
+
 /** Hides `user:password@` in a URL before it is logged (#125). */
 export function redactUrl(url: string): string {
   return url.replace(/\/\/[^/@]*@/, "//***@");
@@ -87,6 +99,7 @@ class RunningApp implements App {
   readonly #log: Logger;
   readonly #deps: AppDeps;
   readonly #leader: StateGauge;
+  readonly #watchdog: Watchdog;
   #notReady: string | undefined = "not ready";
   #health: HealthServer | undefined;
   #isLeader = false;
@@ -100,6 +113,18 @@ class RunningApp implements App {
     this.#log = logger.child({ component: "app" });
     this.#deps = deps;
     this.#leader = new StateGauge(metrics.meter, "sf2loki_leader", "1 while this replica leads");
+    const wd = config.service.watchdog;
+    this.#watchdog = new Watchdog({
+      stallMs: wd.stall_timeout,
+      livenessMs: wd.liveness_timeout,
+      clock,
+      meter: metrics.meter,
+      logger: this.#log,
+      leading: () => this.#isLeader,
+      progress: () => graph.pipeline.progress(),
+      storeFailing: () => graph.store.failing(STORE_UNREADY_AFTER_MS),
+      onStall: (reason) => graph.coordinator.resign(reason),
+    });
   }
 
   healthUrl(): string | undefined {
@@ -118,6 +143,8 @@ class RunningApp implements App {
       })),
       pipeline: this.graph.pipeline.status(),
       state: this.graph.store.location,
+      checkpoint_store: this.#storeStatus(),
+      watchdog: { stalled: this.#watchdog.stalled ?? null, wedged: this.#watchdog.wedged ?? null },
       egress: { configured: egressConfigured(this.#config), enforced: false },
     };
   }
@@ -130,12 +157,15 @@ class RunningApp implements App {
     signal.addEventListener("abort", onStop, { once: true });
     if (signal.aborted) stop.abort();
     let crash: unknown;
+    const watching = this.#watchdog.run(stop.signal);
     try {
       this.#banner();
       if (!this.#deps.noHealthServer) await this.#startHealth();
-      await this.#probeOrgs();
-      crash = await this.#lead(stop);
+      await this.#probeOrgs(stop.signal);
+      if (!stop.signal.aborted) crash = await this.#lead(stop);
     } finally {
+      stop.abort();
+      await watching;
       signal.removeEventListener("abort", onStop);
       await this.#close();
     }
@@ -169,12 +199,17 @@ class RunningApp implements App {
       addr: this.#deps.healthAddr ?? this.#config.service.health_addr,
       readiness: { notReadyReason: () => this.#notReady, degradation: () => this.#degradation() },
       status: () => this.status(),
+      liveness: () => this.#watchdog.wedged,
       metrics: this.#metrics.handlePrometheus,
     });
     this.#log.info({ url: this.#health.url }, "health server listening");
   }
 
   #degradation(): string | undefined {
+    const stalled = this.#watchdog.stalled;
+    if (stalled !== undefined) return `not ready: watchdog: ${stalled}`;
+    const store = this.#storeFailure();
+    if (store !== undefined) return `not ready: checkpoint store: ${store}`;
     const failing = [...this.#orgsFailing][0];
     if (failing !== undefined) return `degraded: org ${failing} auth failing`;
     const limit = this.#config.service.unready_after_sink_failing;
@@ -189,8 +224,28 @@ class RunningApp implements App {
     return undefined;
   }
 
+  /** `<location>: <what>` while the checkpoint store has been failing (or silent) long enough to say so. */
+  #storeFailure(): string | undefined {
+    const failing = this.graph.store.failing(STORE_UNREADY_AFTER_MS);
+    if (!failing) return undefined;
+    if (this.#clock.monotonic() - failing.sinceMono < STORE_UNREADY_AFTER_MS) return undefined;
+    return `${this.graph.store.location}: ${failing.error}`;
+  }
+
+  #storeStatus(): Record<string, unknown> {
+    const failing = this.graph.store.failing(STORE_UNREADY_AFTER_MS);
+    if (!failing) return { ok: true };
+    const forMs = this.#clock.monotonic() - failing.sinceMono;
+    return {
+      ok: false,
+      failing_for_s: Math.round(forMs / 1000),
+      failed_calls: failing.count,
+      error: failing.error,
+    };
+  }
+
   /** Single-org: a failed probe aborts startup. Multi-org: starts if at least one org authenticates. */
-  async #probeOrgs(): Promise<void> {
+  async #probeOrgs(stop: AbortSignal): Promise<void> {
     const results = await Promise.allSettled(this.graph.orgs.map((o) => o.auth.token()));
     const failures = results.flatMap((r, i) =>
       r.status === "rejected" ? [{ org: this.graph.orgs[i]!, err: r.reason as unknown }] : [],
@@ -207,23 +262,72 @@ class RunningApp implements App {
     const base: Labels = { job: "sf2loki", service_name: "sf2loki" };
     if (this.graph.orgs.length === 1 && this.graph.orgs[0]!.org.name === "") {
       const only = this.graph.orgs[0]!;
-      let orgId: string | undefined;
-      try {
-        orgId = await only.auth.orgId();
-      } catch (err) {
-        this.#log.warn(
-          { err: describeError(err) },
-          "org id unresolved; the sf_org_id label is omitted (set salesforce.org_id to avoid the userinfo call)",
-        );
-      }
+      const orgId = await this.#resolveOrgId(only, stop);
+      if (orgId === undefined) return; // stopped while waiting
       this.graph.pipeline.setStaticLabels({
         ...base,
         environment: only.org.salesforce.environment,
-        ...(orgId ? { sf_org_id: orgId } : {}),
+        sf_org_id: orgId,
         ...loki,
       });
     } else {
       this.graph.pipeline.setStaticLabels({ ...base, ...loki });
+    }
+  }
+
+  /**
+   * The single org's id, which its streams carry as `sf_org_id`: shipping without it would silently
+   * change every stream's identity, so the daemon stays not ready and retries until it resolves (the
+   * Python version exited instead). Undefined only when stopped first.
+   */
+  async #resolveOrgId(only: Graph["orgs"][number], stop: AbortSignal): Promise<string | undefined> {
+    try {
+      return await retry(() => only.auth.orgId(stop, { retryNow: true }), {
+        policy: STARTUP_RETRY,
+        clock: this.#clock,
+        signal: stop,
+        isTransient: () => true,
+        onRetry: (err, attempt, delayMs) => {
+          this.#notReady = `not ready: org id unresolved (${describeError(err)})`;
+          this.#log.warn(
+            { attempt, retry_in_ms: delayMs, err: describeError(err) },
+            "org id unresolved; not shipping until it resolves, so the sf_org_id label never goes missing " +
+              "(grant the 'openid' scope, or set salesforce.org_id to skip the userinfo call)",
+          );
+        },
+      });
+    } catch (err) {
+      if (stop.aborted) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * The new term's first act, before any source starts: stamp its epoch into the checkpoint document so
+   * every write the previous leader prepared fails its precondition (#17). A store that does not answer
+   * is retried (readiness names it); only a newer epoch already stored ends the attempt (fenced).
+   */
+  async #claimTerm(term: AbortSignal): Promise<boolean> {
+    try {
+      await retry(() => this.graph.store.claimTerm(), {
+        policy: STARTUP_RETRY,
+        clock: this.#clock,
+        signal: AbortSignal.any([
+          term,
+          ...(this.graph.coordinator.termSignal ? [this.graph.coordinator.termSignal] : []),
+        ]),
+        isTransient: (err) => !(err instanceof StateFenceError),
+        onRetry: (err, attempt, delayMs) => {
+          this.#log.warn(
+            { attempt, retry_in_ms: delayMs, err: describeError(err) },
+            "cannot claim the checkpoint store for this term yet; retrying before any source starts",
+          );
+        },
+      });
+      return true;
+    } catch (err) {
+      if (err instanceof StateFenceError) throw err;
+      return false; // the term ended (or the run stopped) first
     }
   }
 
@@ -237,24 +341,27 @@ class RunningApp implements App {
       // The org-limits pollers live for one leadership term, like the pipeline run (spec B §6.6).
       const pollers = this.graph.orgs.flatMap((o) => (o.limits ? [o.limits.run(abort.signal)] : []));
       const limits = Promise.all(pollers).then(() => undefined);
-      const done = this.graph.pipeline.run(abort.signal).then(
-        () => {
-          // Finished without being told to: every source was finite. A clean end of the process.
-          if (!abort.signal.aborted) stop.abort();
-        },
-        (err: unknown) => {
-          if (err instanceof StateFenceError) {
-            // A newer leader owns the checkpoints: demote in place and wait to lead again (#97).
-            this.#log.warn({ err: err.message }, "fenced: another replica leads now; standing by");
-            abort.abort(); // ends this term's limits pollers too
-            this.#demote();
-            return;
-          }
-          this.#log.error({ err: describeError(err) }, "pipeline crashed; stopping");
-          crash = err;
-          stop.abort();
-        },
-      );
+      const run = async (): Promise<void> => {
+        if (!(await this.#claimTerm(abort.signal))) return;
+        await this.graph.pipeline.run(abort.signal);
+        // Finished without being told to: every source was finite. A clean end of the process.
+        if (!abort.signal.aborted) stop.abort();
+      };
+      const done = run().catch((err: unknown) => {
+        if (err instanceof StateFenceError) {
+          // A newer leader owns the checkpoints: demote in place and wait to lead again (#97). If the
+          // lease still names us (the store saw the newer term first), hand it over explicitly.
+          this.#log.warn({ err: err.message }, "fenced: another replica leads now; standing by");
+          abort.abort(); // ends this term's limits pollers too
+          this.#demote();
+          this.graph.pipeline.resetState();
+          this.graph.coordinator.resign("fenced by a newer term in the checkpoint store");
+          return;
+        }
+        this.#log.error({ err: describeError(err) }, "pipeline crashed; stopping");
+        crash = err;
+        stop.abort();
+      });
       current = { abort, done, limits };
     };
 
@@ -281,10 +388,17 @@ class RunningApp implements App {
         startRun();
         return Promise.resolve();
       },
-      onLose: async () => {
-        this.#log.info("leadership lost or stopping: draining");
+      onLose: async (why: LossReason) => {
+        if (why === "lost") {
+          // Say so before draining: another replica may lead already, and the drain can take a while.
+          this.#demote();
+          this.#log.warn("leadership lost: standing by, then draining what this term still holds");
+        } else {
+          this.#log.info("stopping while leading: draining, then releasing the lease");
+        }
         await stopRun();
         this.#demote();
+        this.graph.pipeline.resetState();
       },
     });
     // noop returns without onLose; drain here.
@@ -294,11 +408,11 @@ class RunningApp implements App {
     return crash;
   }
 
+  /** Not the leader from now on, as far as anyone asking can tell (the gauge, /readyz). */
   #demote(): void {
     this.#isLeader = false;
     this.#leader.set(0);
     this.#notReady = "standby";
-    this.graph.pipeline.resetState();
   }
 
   async #close(): Promise<void> {

@@ -4,7 +4,7 @@ export type { Config, OrgConfig, SalesforceConfig, SourcesConfig } from "./confi
 export { ConfigError, Sf2LokiError } from "./errors.ts";
 export { createApp, type App, type AppDeps } from "./app.ts";
 export { buildStore, type BuildStoreOptions } from "./state/build.ts";
-export type { CheckpointStore, Fence } from "./state/store.ts";
+export type { CheckpointStore, WriteFence } from "./state/store.ts";
 export {
   StateStoreConflictError,
   StateObjectCorruptError,

@@ -22,9 +22,7 @@ import { PubSubSource } from "./sources/pubsub.ts";
 import type { PollingSourceDeps } from "./sources/shaping-deps.ts";
 import type { Source } from "./sources/source.ts";
 import { buildStore } from "./state/build.ts";
-import { FileCheckpointStore } from "./state/file-store.ts";
-import { isEpochCapable } from "./state/org-view.ts";
-import type { CheckpointStore } from "./state/store.ts";
+import { TrackedStore } from "./state/tracked-store.ts";
 import { systemClock, type Clock } from "./util/clock.ts";
 
 export interface WiringDeps {
@@ -62,7 +60,8 @@ export interface Graph {
   config: Config;
   orgs: OrgWiring[];
   sink: Sink;
-  store: CheckpointStore;
+  /** The configured store, tracked: readiness and the watchdog ask it whether the backend answers. */
+  store: TrackedStore;
   coordinator: BuiltCoordinator;
   pipeline: Pipeline;
 }
@@ -75,18 +74,25 @@ export function buildGraph(config: Config, deps: WiringDeps = {}): Graph {
   const loki = config.sink.loki;
 
   const sink = deps.sink ?? createLokiSink(loki, common);
-  const store = buildStore(config.state, { exclusiveLock: config.coordinate.type === "noop", clock, logger });
+  const store = new TrackedStore(
+    buildStore(config.state, { exclusiveLock: config.coordinate.type === "noop", clock, logger }),
+    { meter, clock },
+  );
   const coordinator =
     deps.coordinator ??
     buildCoordinator(config.coordinate, {
       clock,
       logger,
-      ...(store instanceof FileCheckpointStore ? { epochFloor: () => store.readFenceEpoch() } : {}),
+      epochFloor: () => store.readFenceEpoch(),
     });
   if (config.coordinate.type !== "noop" || deps.coordinator) {
-    // The fence runs before every commit; the epoch catches a stale leader at write time.
-    store.setFence(() => coordinator.checkFence());
-    if (isEpochCapable(store)) store.setEpoch(() => coordinator.epoch);
+    // Checked before every write attempt; the epoch is stamped into the document and refuses a write
+    // over a newer term's; the term signal aborts a write still in flight when leadership ends (#17).
+    store.setFence({
+      check: () => coordinator.checkFence(),
+      epoch: () => coordinator.epoch,
+      signal: () => coordinator.termSignal,
+    });
   }
 
   const pollOnce = deps.pollOnce ?? false;

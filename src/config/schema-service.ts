@@ -19,6 +19,20 @@ const telemetry = section(
   "OTLP/HTTP metrics push.",
 );
 
+const watchdog = section(
+  z.strictObject({
+    stall_timeout: duration(
+      "2m",
+      "A leader whose pipeline has work but neither commits nor attempts a push this long, or whose checkpoint store has failed this long, turns /readyz 503 and resigns its lease so another replica leads; 0 disables.",
+    ),
+    liveness_timeout: duration(
+      "10m",
+      "/healthz fails once the pipeline has had work but attempted nothing at all (no push, no commit) this long, so Kubernetes restarts a wedged process; 0 disables.",
+    ),
+  }),
+  "The leader's liveness watchdog.",
+);
+
 const service = z.strictObject({
   log_level: meta(
     z
@@ -45,6 +59,7 @@ const service = z.strictObject({
     "15m",
     "/readyz fails once Loki has been failing this long; 0 disables.",
   ),
+  watchdog,
   telemetry,
 });
 

@@ -20,6 +20,14 @@ export class NoopCoordinator implements Coordinator {
     // Nothing can take over from a lone instance.
   }
 
+  /** A lone instance's term never ends by loss. */
+  readonly termSignal: AbortSignal | undefined = undefined;
+
+  /** Nobody to hand over to: a wedged lone instance is left to its liveness probe. */
+  resign(): boolean {
+    return false;
+  }
+
   /** Awaits onAcquire, waits for the stop, returns. No onLose: the app drains the pipeline itself. */
   async run(callbacks: LeadershipCallbacks): Promise<void> {
     this.#leader = true;

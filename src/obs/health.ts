@@ -1,6 +1,6 @@
-// /healthz, /readyz, /statusz and /metrics on service.health_addr. Liveness never degrades (data is
-// checkpointed and retried; a restart would not help); readiness says whether this replica is the
-// working leader.
+// /healthz, /readyz, /statusz and /metrics on service.health_addr. Liveness degrades only for a wedged
+// process (work pending, nothing attempted for service.watchdog.liveness_timeout): outages are retried
+// in place and a restart would not help them. Readiness says whether this replica is the working leader.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -15,6 +15,8 @@ export interface HealthServerOptions {
   addr: string;
   readiness: Readiness;
   status: () => unknown;
+  /** Undefined while live; otherwise why a restart is needed. */
+  liveness?: () => string | undefined;
   metrics: (req: IncomingMessage, res: ServerResponse) => void;
 }
 
@@ -46,9 +48,11 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
   const server: Server = createServer({ requestTimeout: 5000, headersTimeout: 5000 }, (req, res) => {
     const path = req.url ?? "/";
     switch (path) {
-      case "/healthz":
-        text(res, 200, "ok");
+      case "/healthz": {
+        const wedged = opts.liveness?.();
+        text(res, wedged === undefined ? 200 : 503, wedged ?? "ok");
         return;
+      }
       case "/readyz": {
         const notReady = opts.readiness.notReadyReason();
         if (notReady !== undefined) {

@@ -3,19 +3,51 @@
 // is still retrying holds back every commit behind it, and a full window holds back the consumer
 // (and through the queue, the sources). Batches that are settled together at the head of the window
 // are written in one commitMany: fewer store writes, same order, later values win.
+//
+// A store outage of any length never ends the run: the batches stay held (and through the full window,
+// the sources wait), and the write is retried with backoff from a fresh read until the store answers.
+// Only a fence (another replica leads now) or a real second writer ends it.
+import { describeError } from "../errors.ts";
+import type { Logger } from "../obs/logger.ts";
+import {
+  StateFenceError,
+  StateFileLockError,
+  StateStoreConflictError,
+  StateWriteUnverifiedError,
+} from "../state/errors.ts";
 import type { CheckpointStore } from "../state/store.ts";
+import type { Clock } from "../util/clock.ts";
+import { retry, type RetryPolicy } from "../util/retry.ts";
 import type { AbandonedKeys } from "./abandoned.ts";
 import type { PendingBatch } from "./batch.ts";
 import { Waiters } from "./waiters.ts";
 
+/** 1 s doubling to 30 s, for as long as it takes. */
+const STORE_RETRY: RetryPolicy = {
+  maxAttempts: Number.POSITIVE_INFINITY,
+  backoffMs: (attempt) => Math.min(30_000, 1000 * 2 ** (attempt - 1)),
+};
+/** Failed writes are logged on the first attempt and every this-many after. */
+const WARN_EVERY = 10;
+
+/** What no retry can fix: another replica leads, or another process writes the same state. */
+function endsTheRun(err: unknown): boolean {
+  if (err instanceof StateFenceError || err instanceof StateFileLockError) return true;
+  return err instanceof StateStoreConflictError && !(err instanceof StateWriteUnverifiedError);
+}
+
 export interface CommitterDeps {
   store: CheckpointStore;
+  clock: Clock;
+  logger: Logger;
   abandoned: AbandonedKeys;
   maxInFlight: number;
   /** After each successful store write, with exactly what was written. */
   onCommitted: (commits: ReadonlyMap<string, string>) => void;
-  /** A store write failed: the run must stop (spec B §2.10). */
+  /** A store write failed in a way no retry can fix: the run must stop (spec B §2.10). */
   onError: (err: unknown) => void;
+  /** Every store write attempt (the watchdog's sign of life). */
+  onAttempt?: () => void;
 }
 
 export class OrderedCommitter {
@@ -25,6 +57,7 @@ export class OrderedCommitter {
   /** How many batches at the head are part of the store write in progress. */
   #writing = 0;
   #cancelled = false;
+  readonly #stop = new AbortController();
 
   constructor(deps: CommitterDeps) {
     this.#deps = deps;
@@ -58,6 +91,7 @@ export class OrderedCommitter {
   /** Stops committing and rejects anyone waiting; a store write already started runs to its end. */
   cancel(reason: Error): void {
     this.#cancelled = true;
+    this.#stop.abort(reason);
     // Nothing behind the write in progress can commit any more; keeping it would hold the batch
     // (and its bytes) until the next run.
     this.#window.splice(this.#writing);
@@ -87,7 +121,7 @@ export class OrderedCommitter {
       if (merged.size > 0) {
         this.#writing = n;
         try {
-          await store.commitMany(Object.fromEntries(merged));
+          await this.#write(store, Object.fromEntries(merged), n);
         } finally {
           this.#writing = 0;
         }
@@ -97,5 +131,32 @@ export class OrderedCommitter {
       this.#window.splice(0, n);
       this.#changed.wakeAll();
     }
+  }
+
+  async #write(store: CheckpointStore, items: Record<string, string>, batches: number): Promise<void> {
+    const { clock, logger, onAttempt } = this.#deps;
+    await retry(
+      () => {
+        onAttempt?.();
+        return store.commitMany(items);
+      },
+      {
+        policy: STORE_RETRY,
+        clock,
+        signal: this.#stop.signal,
+        isTransient: (err) => !endsTheRun(err),
+        onRetry: (err, attempt, delayMs) => {
+          // The failed write may have landed without its answer: start the next one from a fresh read.
+          store.reset();
+          if (attempt === 1 || attempt % WARN_EVERY === 0) {
+            logger.warn(
+              { location: store.location, attempt, retry_in_ms: delayMs, batches, err: describeError(err) },
+              "checkpoint store write failed; holding the delivered batches and retrying (nothing is " +
+                "lost; the sources wait while the window is full): check that the store is reachable",
+            );
+          }
+        },
+      },
+    );
   }
 }

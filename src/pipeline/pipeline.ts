@@ -12,6 +12,7 @@ import { recordCommitGauges } from "./checkpoint-gauges.ts";
 import { PipelineBusyError } from "./errors.ts";
 import type { LaneStatus } from "./lane.ts";
 import { PipelineMetrics } from "./metrics.ts";
+import type { ProgressReport } from "./progress.ts";
 import { PipelineRun } from "./run.ts";
 import { DEFAULT_SHUTDOWN_GRACE_MS, validateBatchSettings, type BatchSettings } from "./settings.ts";
 
@@ -124,6 +125,11 @@ export class Pipeline {
       if (since !== undefined && (min === undefined || since < min)) min = since;
     }
     return min;
+  }
+
+  /** The running run's progress (the watchdog's input); undefined when nothing runs. */
+  progress(): ProgressReport | undefined {
+    return this.#running ? this.#run?.progress() : undefined;
   }
 
   /** After a demotion drained: the next acquisition re-reads what another leader committed. */

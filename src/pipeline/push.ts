@@ -34,6 +34,8 @@ export interface PushDeps {
   draining: AbortSignal;
   /** Aborts only when the run is torn down: the push itself is cancelled. */
   cancelled: AbortSignal;
+  /** Every push attempt (the watchdog's sign of progress). */
+  onAttempt?: () => void;
 }
 
 export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<PushOutcome> {
@@ -42,6 +44,7 @@ export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<Pu
   try {
     result = await retry(
       async () => {
+        deps.onAttempt?.();
         const started = clock.monotonic();
         try {
           const res = await sink.push(batch.pushView, deps.cancelled);

@@ -17,6 +17,7 @@ import { IngestTally } from "./ingest-tally.ts";
 import { Lane } from "./lane.ts";
 import type { PipelineMetrics } from "./metrics.ts";
 import { Producer } from "./producer.ts";
+import { Progress, type ProgressReport } from "./progress.ts";
 import type { BatchSettings } from "./settings.ts";
 
 /** How long a torn-down run waits for its tasks to notice before it returns anyway. */
@@ -38,6 +39,7 @@ export interface RunDeps {
 export class PipelineRun {
   readonly lanes = new Map<LaneName, Lane>();
   readonly abandoned: AbandonedKeys;
+  readonly #progress: Progress;
   readonly #deps: RunDeps;
   readonly #stop: AbortSignal;
   readonly #cancel = new AbortController();
@@ -51,6 +53,7 @@ export class PipelineRun {
     this.#deps = deps;
     this.#stop = stop;
     this.abandoned = new AbandonedKeys(deps.metrics, deps.logger);
+    this.#progress = new Progress(deps.clock);
     const draining = AbortSignal.any([stop, this.#cancel.signal]);
     for (const source of deps.sources) {
       const lane = this.#lane(laneOf(source), draining);
@@ -70,6 +73,16 @@ export class PipelineRun {
         }),
       );
     }
+  }
+
+  /** For the watchdog: whether this run has work, and how long since it last moved or tried. */
+  progress(): ProgressReport {
+    let pending = false;
+    for (const lane of this.lanes.values()) {
+      const st = lane.status();
+      if (st.queued_entries + st.batching_entries + st.in_flight + st.awaiting_commit > 0) pending = true;
+    }
+    return this.#progress.report(pending);
   }
 
   async execute(): Promise<void> {
@@ -99,12 +112,26 @@ export class PipelineRun {
     lane = new Lane(name, {
       settings,
       clock,
-      push: { sink, clock, metrics, logger, draining, cancelled: this.#cancel.signal },
+      push: {
+        sink,
+        clock,
+        metrics,
+        logger,
+        draining,
+        cancelled: this.#cancel.signal,
+        onAttempt: this.#progress.progressed,
+      },
       commit: {
         store,
+        clock,
+        logger,
         abandoned: this.abandoned,
         maxInFlight: settings.max_in_flight,
-        onCommitted,
+        onAttempt: this.#progress.attempted,
+        onCommitted: (commits) => {
+          this.#progress.progressed();
+          onCommitted(commits);
+        },
         onError: (err) => {
           this.#fail(err);
         },

@@ -37,7 +37,7 @@ export interface TokenSource extends AccessTokenSource {
   token(signal?: AbortSignal): Promise<AccessToken>;
   /** Compare-and-clear (#136): clears only if `failedToken` is still the cached one, or none given. */
   invalidate(failedToken?: string): void;
-  orgId(signal?: AbortSignal): Promise<string>;
+  orgId(signal?: AbortSignal, opts?: { retryNow?: boolean }): Promise<string>;
   /** A currently valid token is cached; never touches the network. */
   hasToken(): boolean;
 }
@@ -123,13 +123,17 @@ export class TokenProvider implements TokenSource {
       this.#cached = undefined;
   }
 
-  async orgId(signal?: AbortSignal): Promise<string> {
+  /**
+   * `retryNow`: skip the negative cache (the app's startup loop keeps its own backoff, and the labels
+   * wait on this answer).
+   */
+  async orgId(signal?: AbortSignal, opts: { retryNow?: boolean } = {}): Promise<string> {
     if (this.#orgId !== undefined) return this.#orgId;
-    this.#throwIfNegativeCached();
+    if (!opts.retryNow) this.#throwIfNegativeCached();
     // Its own lock, separate from the mint lock: resolution mints inside it (#109).
     return this.#orgIdLock.run(async () => {
       if (this.#orgId !== undefined) return this.#orgId;
-      this.#throwIfNegativeCached();
+      if (!opts.retryNow) this.#throwIfNegativeCached();
       const hadFailed = this.#orgIdFailure !== undefined;
       try {
         const id = await this.#resolveOrgId(signal);

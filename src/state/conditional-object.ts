@@ -26,6 +26,11 @@ export interface ObjectCallOptions {
   log: Logger;
   /** What a write is called in the recovery warning: "write", "lease write". */
   what: string;
+  /**
+   * Runs before every write attempt, the first and each retry; a throw ends the write with that error.
+   * HA: the leadership fence, so a retry never lands after this replica's term ended (#17).
+   */
+  beforeAttempt?: () => void | Promise<void>;
 }
 
 export type PutOutcome =
@@ -65,6 +70,7 @@ export function putObjectConditionally(
   signal: AbortSignal,
 ): Promise<PutOutcome> {
   return retried(backend, opts, signal, async (attempt): Promise<PutOutcome> => {
+    await opts.beforeAttempt?.();
     try {
       return { kind: "written", token: await backend.put(bytes, precondition, signal) };
     } catch (err) {

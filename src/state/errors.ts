@@ -9,6 +9,12 @@ export class StateStoreConflictError extends Sf2LokiError {
   }
 }
 
+/**
+ * A write whose acknowledgement was lost and whose outcome could not be checked: not evidence of a second
+ * writer, so the pipeline re-reads the document and retries instead of stopping.
+ */
+export class StateWriteUnverifiedError extends StateStoreConflictError {}
+
 /** The S3/GCS checkpoint object cannot be read as a JSON object of strings. */
 export class StateObjectCorruptError extends Sf2LokiError {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -98,12 +104,12 @@ export const stateErrors = {
   },
 
   /** A retry after a lost acknowledgement could not read the object back to check. */
-  unverifiedAfterLostAck(hints: ObjectStoreHints, op: string, cause: unknown): StateStoreConflictError {
-    return new StateStoreConflictError(
+  unverifiedAfterLostAck(hints: ObjectStoreHints, op: string, cause: unknown): StateWriteUnverifiedError {
+    return new StateWriteUnverifiedError(
       `${op} on ${hints.location} could not be confirmed: an earlier attempt failed or lost its response, the object's ` +
         `version has moved, and reading it back to check whether the change was this process's own write ` +
-        `failed (${describeCause(cause)}). This alone does not mean a second instance exists; restart sf2loki ` +
-        `so it re-reads the state (at worst a bounded re-ingest, never a loss).`,
+        `failed (${describeCause(cause)}). This alone does not mean a second instance exists; the daemon re-reads ` +
+        `the state and retries (at worst a bounded re-ingest, never a loss).`,
       { cause },
     );
   },
@@ -166,10 +172,21 @@ export const stateErrors = {
     );
   },
 
-  staleEpoch(path: string, mine: number, stored: number): StateFenceError {
+  /** The document carries a newer term's epoch: another replica leads now (never a second instance). */
+  staleEpoch(location: string, op: string, mine: number, stored: number): StateFenceError {
     return new StateFenceError(
-      `stale leader (epoch ${mine}) rejected: the state file ${path} was already advanced to epoch ${stored} by a ` +
-        `newer leader; this process stops committing and steps down.`,
+      `${op} on ${location} refused: this replica's term (epoch ${mine}) was superseded by epoch ${stored}, ` +
+        `stamped by the replica that took the lease over; standing by (nothing is lost: it resumes from the ` +
+        `checkpoints the new leader commits).`,
+    );
+  },
+
+  /** Leadership ended while a write was in flight or waiting to retry; it was abandoned, not retried. */
+  termEnded(location: string, op: string, cause: unknown): StateFenceError {
+    return new StateFenceError(
+      `${op} on ${location} abandoned: this replica's leadership ended while the write was in flight ` +
+        `(${describeCause(cause)}); the next leader owns the checkpoints, so this replica stands by.`,
+      { cause },
     );
   },
 };

@@ -6,7 +6,6 @@ import type { Clock } from "../util/clock.ts";
 import { Mutex } from "../util/mutex.ts";
 import { writeFileAtomic } from "./atomic-write.ts";
 import {
-  FENCE_EPOCH_KEY,
   lookup,
   parseDocument,
   serialiseDocument,
@@ -19,10 +18,8 @@ import { stateErrors } from "./errors.ts";
 import { FileLock, type FileLockOptions } from "./file-lock.ts";
 import type { FileStateSettings } from "./settings.ts";
 import { errnoCode, nodeStateFs, type StateFs } from "./state-fs.ts";
-import type { CheckpointStore, Fence } from "./store.ts";
-
-/** The current leadership epoch, or null/undefined when there is none to enforce. */
-export type EpochSource = () => number | null | undefined;
+import { stamped, storedEpoch, type WriteFence } from "./fence.ts";
+import type { CheckpointStore } from "./store.ts";
 
 export interface FileStoreOptions {
   /** Take the `.lock` sidecar (default true). Off under a real coordinator, or with `state --force`. */
@@ -42,8 +39,7 @@ export class FileCheckpointStore implements CheckpointStore {
   readonly #lock: FileLock | undefined;
   readonly #mutex = new Mutex();
   #doc: CheckpointDocument | undefined;
-  #fence: Fence | undefined;
-  #epoch: EpochSource | undefined;
+  #fence: WriteFence | undefined;
 
   constructor(settings: FileStateSettings, opts: FileStoreOptions = {}) {
     this.#path = settings.path;
@@ -102,16 +98,17 @@ export class FileCheckpointStore implements CheckpointStore {
     this.#doc = undefined;
   }
 
-  setFence(fence: Fence | undefined): void {
+  /**
+   * HA: every write re-reads the file fresh (a newer leader on the shared volume may have written),
+   * refuses if a newer term already stamped a higher `__fence_epoch__`, and stamps its own (spec C §1.4.6).
+   */
+  setFence(fence: WriteFence | undefined): void {
     this.#fence = fence;
   }
 
-  /**
-   * Switches commits and deletes onto the epoch-fenced path: every write re-reads the file fresh and
-   * refuses if a newer leader already stamped a higher `__fence_epoch__` (spec C §1.4.6).
-   */
-  setEpoch(epoch: EpochSource | undefined): void {
-    this.#epoch = epoch;
+  async claimTerm(): Promise<void> {
+    if (this.#fence?.epoch() === undefined) return;
+    await this.#mutate((doc) => doc, "term claim");
   }
 
   /**
@@ -119,7 +116,7 @@ export class FileCheckpointStore implements CheckpointStore {
    * lease was lost or corrupted (#99), so it never fences itself out.
    */
   async readFenceEpoch(): Promise<number | undefined> {
-    return this.#storedEpoch(await this.#read());
+    return storedEpoch(await this.#read(), this.#log);
   }
 
   async close(): Promise<void> {
@@ -129,12 +126,16 @@ export class FileCheckpointStore implements CheckpointStore {
   }
 
   /** `change` returns the next document, or undefined for "nothing to write". */
-  async #mutate(change: (doc: CheckpointDocument) => CheckpointDocument | undefined): Promise<void> {
+  async #mutate(
+    change: (doc: CheckpointDocument) => CheckpointDocument | undefined,
+    op = "commit",
+  ): Promise<void> {
     await this.#mutex.run(async () => {
-      await this.#fence?.();
+      const fence = this.#fence;
+      await fence?.check();
       await this.#lock?.acquire();
-      const epochSource = this.#epoch;
-      if (!epochSource) {
+      const epoch = fence?.epoch();
+      if (epoch === undefined) {
         this.#doc ??= await this.#read();
         const next = change(this.#doc);
         if (next) await this.#flush(next);
@@ -142,17 +143,16 @@ export class FileCheckpointStore implements CheckpointStore {
       }
       // Epoch path: always fresh from disk, so an epoch advanced by a newer leader on shared storage is seen.
       const fresh = await this.#read();
-      const stored = this.#storedEpoch(fresh);
-      const mine = epochSource() ?? undefined;
-      if (stored !== undefined && mine !== undefined && stored > mine) {
-        throw stateErrors.staleEpoch(this.#path, mine, stored);
-      }
+      const stored = storedEpoch(fresh, this.#log);
+      if (stored !== undefined && stored > epoch) throw stateErrors.staleEpoch(this.#path, op, epoch, stored);
       const next = change(fresh);
       if (!next) {
         this.#doc = fresh;
         return;
       }
-      await this.#flush(mine === undefined ? next : { ...next, [FENCE_EPOCH_KEY]: String(mine) });
+      // Once more right before the rename: the read may have taken long enough for the term to end.
+      await fence?.check();
+      await this.#flush(stamped(next, epoch));
     });
   }
 
@@ -173,20 +173,5 @@ export class FileCheckpointStore implements CheckpointStore {
     const parsed = parseDocument(bytes);
     if (!parsed.ok) throw stateErrors.fileCorrupt(this.#path, parsed.problem, parsed.cause);
     return parsed.doc;
-  }
-
-  /**
-   * A non-numeric stored epoch is logged and treated as absent: the next write stamps a valid one, which
-   * repairs the file, where refusing would wedge every leader until an operator edits it by hand.
-   */
-  #storedEpoch(doc: CheckpointDocument): number | undefined {
-    const raw = lookup(doc, FENCE_EPOCH_KEY);
-    if (raw === undefined) return undefined;
-    if (/^\d+$/.test(raw.trim())) return Number(raw);
-    this.#log.warn(
-      { key: FENCE_EPOCH_KEY, value: raw },
-      "the stored fence epoch is not a number; treating it as absent (the next commit rewrites it)",
-    );
-    return undefined;
   }
 }

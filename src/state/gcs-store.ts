@@ -2,6 +2,7 @@
 // Library retries are off (autoRetry false, RetryNever): the library would otherwise re-send a conditional
 // upload by itself, and only our loop knows to verify a 412 that follows a lost acknowledgement.
 import { createHash } from "node:crypto";
+import { abortable } from "../util/abortable.ts";
 import { addAbortSignal } from "node:stream";
 import { IdempotencyStrategy, Storage, type Bucket, type StorageOptions } from "@google-cloud/storage";
 import type { ObjectStoreHints } from "./errors.ts";
@@ -104,9 +105,10 @@ export class GcsBackend implements ObjectBackend {
   }
 
   async put(bytes: Uint8Array, precondition: Precondition, signal: AbortSignal): Promise<string | undefined> {
-    signal.throwIfAborted();
     const file = this.#file();
-    await file.save(Buffer.from(bytes), {
+    // save() takes no signal; a write whose term ended must not hold its caller (#17). The upload, if it
+    // still lands, names the generation the next leader's claim has replaced, so it fails there.
+    const saving = file.save(Buffer.from(bytes), {
       resumable: false,
       // Client-side validation deletes the object on a mismatch, unconditionally; let the server check
       // the MD5 we send instead, which rejects a damaged upload without touching the stored version.
@@ -118,6 +120,7 @@ export class GcsBackend implements ObjectBackend {
       preconditionOpts: { ifGenerationMatch: precondition.kind === "create" ? 0 : precondition.token },
       timeout: REQUEST_TIMEOUT_MS,
     });
+    await abortable(saving, signal);
     const generation = file.metadata.generation;
     return generation === undefined ? undefined : String(generation);
   }

@@ -1,14 +1,14 @@
 // The state layer's public surface.
-export type { CheckpointStore, Fence } from "./store.ts";
+export type { CheckpointStore, WriteFence } from "./store.ts";
 export { RESERVED_KEYS } from "./store.ts";
 export { buildStore, type BuildStoreOptions } from "./build.ts";
 export type { StateSettings, FileStateSettings, S3StateSettings, GcsStateSettings } from "./settings.ts";
 export { DEFAULT_OBJECT_NAME } from "./settings.ts";
-export { FileCheckpointStore, type FileStoreOptions, type EpochSource } from "./file-store.ts";
+export { FileCheckpointStore, type FileStoreOptions } from "./file-store.ts";
 export { S3CheckpointStore, s3ClientConfig, type S3StoreOptions } from "./s3-store.ts";
 export { GcsCheckpointStore, gcsStorageOptions, type GcsStoreOptions } from "./gcs-store.ts";
 export { ObjectCheckpointStore, OBJECT_STORE_RETRY, type ObjectStoreOptions } from "./object-store.ts";
-export { OrgCheckpointView, orgPrefix, isEpochCapable, type OrgViewOptions } from "./org-view.ts";
+export { OrgCheckpointView, orgPrefix, type OrgViewOptions } from "./org-view.ts";
 export { FENCE_EPOCH_KEY } from "./document.ts";
 export {
   StateAccessDeniedError,
@@ -17,4 +17,5 @@ export {
   StateFileLockError,
   StateObjectCorruptError,
   StateStoreConflictError,
+  StateWriteUnverifiedError,
 } from "./errors.ts";

@@ -25,9 +25,13 @@ import {
   withoutReserved,
   type CheckpointDocument,
 } from "./document.ts";
-import { stateErrors, type ObjectStoreHints, type StateStoreConflictError } from "./errors.ts";
+import { stateErrors, StateFenceError, StateStoreConflictError, type ObjectStoreHints } from "./errors.ts";
+import { stamped, storedEpoch, writeSignal, type WriteFence } from "./fence.ts";
 import type { ObjectBackend, Precondition, StoredObject } from "./object-backend.ts";
-import type { CheckpointStore, Fence } from "./store.ts";
+import type { CheckpointStore } from "./store.ts";
+
+/** Rounds of read-then-write a term claim gets when a write of the outgoing leader slips in between. */
+const CLAIM_ROUNDS = 5;
 
 export { OBJECT_STORE_RETRY };
 
@@ -44,7 +48,7 @@ export class ObjectCheckpointStore implements CheckpointStore {
   readonly #mutex = new Mutex();
   #doc: CheckpointDocument | undefined;
   #token: string | undefined;
-  #fence: Fence | undefined;
+  #fence: WriteFence | undefined;
   #lifetime = new AbortController();
   /** Bumped by reset(), so a write that finishes after a reset does not reinstall a stale cache. */
   #resets = 0;
@@ -74,7 +78,7 @@ export class ObjectCheckpointStore implements CheckpointStore {
 
   async commitMany(items: Readonly<Record<string, string>>): Promise<void> {
     await this.#mutex.run(async () => {
-      await this.#fence?.();
+      await this.#fence?.check(); // and again before every attempt
       const doc = await this.#loaded();
       await this.#write({ ...doc, ...items }, "commit");
     });
@@ -82,7 +86,7 @@ export class ObjectCheckpointStore implements CheckpointStore {
 
   async replace(items: Readonly<Record<string, string>>): Promise<void> {
     await this.#mutex.run(async () => {
-      await this.#fence?.();
+      await this.#fence?.check(); // and again before every attempt
       const doc = await this.#loaded();
       await this.#write({ ...reservedOf(doc), ...withoutReserved(items) }, "replace");
     });
@@ -90,7 +94,7 @@ export class ObjectCheckpointStore implements CheckpointStore {
 
   async delete(key: string): Promise<void> {
     await this.#mutex.run(async () => {
-      await this.#fence?.();
+      await this.#fence?.check(); // and again before every attempt
       const doc = await this.#loaded();
       if (lookup(doc, key) === undefined) return;
       await this.#write(withoutKey(doc, key), `delete of ${JSON.stringify(key)}`);
@@ -110,8 +114,32 @@ export class ObjectCheckpointStore implements CheckpointStore {
     this.#resets++;
   }
 
-  setFence(fence: Fence | undefined): void {
+  setFence(fence: WriteFence | undefined): void {
     this.#fence = fence;
+  }
+
+  async claimTerm(): Promise<void> {
+    if (this.#fence?.epoch() === undefined) return;
+    await this.#mutex.run(async () => {
+      for (let round = 1; ; round++) {
+        // Fresh, never the cache: the outgoing leader may have committed since this replica last read.
+        this.reset();
+        const doc = await this.#loaded();
+        try {
+          await this.#write(doc, "term claim");
+          return;
+        } catch (err) {
+          // The outgoing leader's last write landed between our read and our write; read again.
+          if (!(err instanceof StateStoreConflictError) || round >= CLAIM_ROUNDS) throw err;
+        }
+      }
+    });
+  }
+
+  async readFenceEpoch(): Promise<number | undefined> {
+    // One fresh GET that leaves the cache and its CAS token alone.
+    const stored = await this.#get();
+    return stored ? storedEpoch(this.#parse(stored), this.#log) : undefined;
   }
 
   async close(): Promise<void> {
@@ -148,14 +176,27 @@ export class ObjectCheckpointStore implements CheckpointStore {
   }
 
   async #write(next: CheckpointDocument, op: string): Promise<void> {
-    const bytes = serialiseDocument(next);
+    const fence = this.#fence;
+    const epoch = fence?.epoch();
+    const stored = epoch === undefined ? undefined : storedEpoch(next, this.#log);
+    if (epoch !== undefined && stored !== undefined && stored > epoch) {
+      throw stateErrors.staleEpoch(this.location, op, epoch, stored);
+    }
+    const doc = stamped(next, epoch);
     const precondition: Precondition =
       this.#token === undefined ? { kind: "create" } : { kind: "match", token: this.#token };
     const resets = this.#resets;
-    const token = await this.#conditionalPut(bytes, precondition, op);
+    let token: string | undefined;
+    try {
+      token = await this.#conditionalPut(serialiseDocument(doc), precondition, op, fence);
+    } catch (err) {
+      throw fence && err instanceof StateStoreConflictError
+        ? await this.#explainUnderHa(err, op, fence)
+        : err;
+    }
     if (resets !== this.#resets) return;
     // Without a token we cannot guard the next write, so make it start from a fresh read instead.
-    this.#doc = token === undefined ? undefined : next;
+    this.#doc = token === undefined ? undefined : doc;
     this.#token = token;
   }
 
@@ -163,9 +204,14 @@ export class ObjectCheckpointStore implements CheckpointStore {
     bytes: Uint8Array,
     precondition: Precondition,
     op: string,
+    fence: WriteFence | undefined,
   ): Promise<string | undefined> {
     const hints = this.#backend.hints;
-    const calls = { ...this.#calls, log: this.#log.child({ op }) };
+    const calls: ObjectCallOptions = {
+      ...this.#calls,
+      log: this.#log.child({ op }),
+      ...(fence ? { beforeAttempt: () => fence.check() } : {}),
+    };
     let outcome: PutOutcome;
     try {
       outcome = await putObjectConditionally(
@@ -173,9 +219,11 @@ export class ObjectCheckpointStore implements CheckpointStore {
         bytes,
         precondition,
         calls,
-        this.#lifetime.signal,
+        writeSignal(this.#lifetime.signal, fence),
       );
     } catch (err) {
+      if (err instanceof StateFenceError) throw err;
+      if (fence?.signal()?.aborted) throw stateErrors.termEnded(hints.location, op, err);
       if (!(err instanceof Sf2LokiError) && this.#backend.classify(err) === "concurrent-conflict") {
         throw stateErrors.busy(hints, op, this.#calls.policy.maxAttempts, err);
       }
@@ -189,6 +237,30 @@ export class ObjectCheckpointStore implements CheckpointStore {
       case "conflict":
         throw conflictError(outcome, hints, op);
     }
+  }
+
+  /**
+   * Under HA a conflict is most often the next leader's term claim, not a second instance: if this
+   * replica was fenced meanwhile, or the document now carries a newer epoch, say that (the app stands by
+   * on StateFenceError); only otherwise is it the conflict it looked like.
+   */
+  async #explainUnderHa(conflict: StateStoreConflictError, op: string, fence: WriteFence): Promise<Error> {
+    try {
+      await fence.check();
+    } catch (fenced) {
+      if (fenced instanceof StateFenceError) return fenced;
+    }
+    const mine = fence.epoch();
+    let stored: number | undefined;
+    try {
+      stored = await this.readFenceEpoch();
+    } catch {
+      return conflict;
+    }
+    if (mine !== undefined && stored !== undefined && stored > mine) {
+      return stateErrors.staleEpoch(this.location, op, mine, stored);
+    }
+    return conflict;
   }
 
   /** Only access denial gets rewritten; every other failure surfaces as the original error. */

@@ -2,16 +2,11 @@
 // front. The first configured org also reads the unprefixed key a single-org deployment wrote, so moving
 // to multi-org keeps its checkpoints; its next commit writes the prefixed key, and the legacy key is
 // left in place (never deleted).
-import type { EpochSource } from "./file-store.ts";
-import type { CheckpointStore, Fence } from "./store.ts";
+import type { CheckpointStore, WriteFence } from "./store.ts";
 
 export interface OrgViewOptions {
   /** True for the first configured org only. */
   legacyFallback?: boolean;
-}
-
-interface EpochCapable {
-  setEpoch(epoch: EpochSource | undefined): void;
 }
 
 export function orgPrefix(org: string): string {
@@ -83,20 +78,20 @@ export class OrgCheckpointView implements CheckpointStore {
     this.inner.reset();
   }
 
-  setFence(fence: Fence | undefined): void {
+  setFence(fence: WriteFence | undefined): void {
     this.inner.setFence(fence);
   }
 
-  /** Passes through to a store that has an epoch fence (the file store); object stores ignore it. */
-  setEpoch(epoch: EpochSource | undefined): void {
-    if (isEpochCapable(this.inner)) this.inner.setEpoch(epoch);
+  /** The term is the whole document's, not one org's: every org's view claims the same one. */
+  claimTerm(): Promise<void> {
+    return this.inner.claimTerm();
+  }
+
+  readFenceEpoch(): Promise<number | undefined> {
+    return this.inner.readFenceEpoch();
   }
 
   close(): Promise<void> {
     return this.inner.close();
   }
-}
-
-export function isEpochCapable(store: CheckpointStore): store is CheckpointStore & EpochCapable {
-  return typeof (store as Partial<EpochCapable>).setEpoch === "function";
 }

@@ -1,8 +1,9 @@
 // The checkpoint store seam: one flat JSON document of string keys to string values, shared by every
 // source. The pipeline commits through it only after Loki accepted the data (at-least-once).
 
-/** Runs first in every commit and delete; throws (normally StateFenceError) to refuse the write. */
-export type Fence = () => void | Promise<void>;
+import type { WriteFence } from "./fence.ts";
+
+export type { WriteFence };
 
 export interface CheckpointStore {
   /** First call reads the whole document; later calls read the cache. Missing key: undefined. */
@@ -21,7 +22,16 @@ export interface CheckpointStore {
   snapshot(): Promise<Record<string, string>>;
   /** Drops the cached document and CAS token so the next call reads fresh. Sync, idempotent. */
   reset(): void;
-  setFence(fence: Fence | undefined): void;
+  /** HA: the leadership term every write is made under (checked per attempt, epoch stamped). */
+  setFence(fence: WriteFence | undefined): void;
+  /**
+   * HA: the new leader's first act. One conditional write stamping the term's epoch, so any write an
+   * older term prepared fails its precondition; StateFenceError when a newer epoch is already stored.
+   * Without a fence (or an epoch) it writes nothing.
+   */
+  claimTerm(): Promise<void>;
+  /** The highest epoch stamped in the document, read fresh: the lease's epoch floor (#99). */
+  readFenceEpoch(): Promise<number | undefined>;
   /** Where the document lives, for messages: a path, `s3://bucket/key` or `gs://bucket/object`. */
   readonly location: string;
   close(): Promise<void>;

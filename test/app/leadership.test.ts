@@ -10,7 +10,7 @@ import { createApp, type App } from "../../src/app.ts";
 import { validateConfig } from "../../src/config/load.ts";
 import { deepMerge } from "../../src/config/env.ts";
 import type { BuiltCoordinator } from "../../src/coordinate/build.ts";
-import type { LeadershipCallbacks } from "../../src/coordinate/coordinator.ts";
+import type { LeadershipCallbacks, LossReason } from "../../src/coordinate/coordinator.ts";
 import { startDemoWorld, type DemoWorld } from "../../src/sim/demo-world.ts";
 import { StateFenceError } from "../../src/state/errors.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -24,6 +24,12 @@ const stopped = (signal: AbortSignal): boolean => signal.aborted;
 class ScriptedCoordinator implements BuiltCoordinator {
   epoch = 0;
   fenced = false;
+  termSignal: AbortSignal | undefined = undefined;
+  resigned: string[] = [];
+  /** Why the next lose() ends the term. */
+  why: LossReason = "lost";
+  /** Runs synchronously right after onLose was called, before its drain can have finished. */
+  onLoseCalled: (() => void) | undefined;
   #leader = false;
   #cue: (() => void) | undefined;
   #done: (() => void) | undefined;
@@ -33,6 +39,10 @@ class ScriptedCoordinator implements BuiltCoordinator {
   }
   get holder(): string | undefined {
     return this.#leader ? "me" : "other";
+  }
+  resign(reason: string): boolean {
+    this.resigned.push(reason);
+    return false;
   }
   checkFence(): void {
     if (!this.#leader || this.fenced)
@@ -49,7 +59,9 @@ class ScriptedCoordinator implements BuiltCoordinator {
       this.#settle();
       await this.#next(cb.signal);
       this.#leader = false;
-      await cb.onLose();
+      const losing = cb.onLose(this.why);
+      this.onLoseCalled?.();
+      await losing;
       this.#settle();
     }
   }
@@ -214,4 +226,67 @@ test("a fenced commit demotes to standby in place and never ends the process (#9
   await waitFor(() => world.stats()[TOPIC]!.delivered === 1000, "delivery after re-acquiring");
   stop.abort();
   await run;
+});
+
+test("a lost term demotes before it drains; a stopping one still leads while it drains (#17)", async (t) => {
+  const world = await startDemoWorld({ seed: 5, eventsPerTopic: 500, topics: [TOPIC] });
+  t.after(() => world.stop());
+  const coordinator = new ScriptedCoordinator();
+  const app = setup(world, join(tempDir(), "state.json"), coordinator);
+  const stop = new AbortController();
+  const run = app.run(stop.signal);
+  t.after(async () => {
+    stop.abort();
+    await run;
+  });
+  await waitFor(() => app.status()["not_ready_reason"] === "standby", "campaigning");
+
+  const seen: unknown[] = [];
+  coordinator.onLoseCalled = () => seen.push([app.status()["leader"], app.status()["not_ready_reason"]]);
+  await coordinator.acquire();
+  await waitFor(() => world.stats()[TOPIC]!.delivered >= 500, "delivery");
+  await coordinator.lose();
+  assert.deepEqual(seen, [[false, "standby"]], "lost: standby the moment onLose starts");
+
+  coordinator.why = "stopping";
+  seen.length = 0;
+  await coordinator.acquire();
+  await coordinator.lose();
+  assert.deepEqual(seen, [[true, null]], "stopping: still the leader while the last commits drain");
+  assert.equal(app.status()["leader"], false);
+});
+
+test("the new term's first write stamps its epoch, before any checkpoint; a newer stored epoch hands the lease back", async (t) => {
+  const world = await startDemoWorld({ seed: 7, eventsPerTopic: 0, topics: [TOPIC] });
+  t.after(() => world.stop());
+  const statePath = join(tempDir(), "state.json");
+  const coordinator = new ScriptedCoordinator();
+  const app = setup(world, statePath, coordinator);
+  const stop = new AbortController();
+  const run = app.run(stop.signal);
+  t.after(async () => {
+    stop.abort();
+    await run;
+  });
+  await waitFor(() => app.status()["not_ready_reason"] === "standby", "campaigning");
+  await coordinator.acquire();
+  const stored = (): Record<string, string> | undefined => {
+    try {
+      return JSON.parse(readFileSync(statePath, "utf8")) as Record<string, string>;
+    } catch {
+      return undefined;
+    }
+  };
+  await waitFor(() => stored() !== undefined, "the term claim");
+  assert.deepEqual(stored(), { __fence_epoch__: "1" }, "nothing but the term, before any event");
+  await coordinator.lose();
+
+  // Another replica's newer term is already in the document: this replica must not lead on it.
+  writeFileSync(statePath, JSON.stringify({ __fence_epoch__: "9" }));
+  await coordinator.acquire();
+  await waitFor(() => coordinator.resigned.length === 1, "the lease handed back");
+  assert.match(coordinator.resigned[0]!, /fenced by a newer term/);
+  assert.equal(app.status()["leader"], false);
+  assert.equal(await readyz(app), "503 standby");
+  assert.deepEqual(stored(), { __fence_epoch__: "9" });
 });

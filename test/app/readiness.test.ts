@@ -49,3 +49,40 @@ test("Loki failing longer than unready_after_sink_failing: /readyz 503 degraded,
   await waitFor(() => ready === "200 ready", 60_000, "readiness to heal");
   await waitFor(() => world.stats()["/event/LoginEventStream"]?.delivered === 500, 30_000, "delivery");
 });
+
+test("an org id that does not resolve keeps the daemon not ready and retrying; it never ships without sf_org_id (#10)", async (t) => {
+  const topic = "/event/LoginEventStream";
+  const world = await startDemoWorld({ seed: 8, eventsPerTopic: 200, topics: [topic] });
+  t.after(() => world.stop());
+  world.org.faults.failHttp("/services/oauth2/userinfo", 8, 503);
+  const tree = deepMerge(world.config(join(tempDir(), "state.json")), {}) as {
+    salesforce: Record<string, unknown>;
+  };
+  delete tree.salesforce["org_id"];
+  const app = createApp(validateConfig(tree), { healthAddr: "127.0.0.1:0" });
+  const stop = new AbortController();
+  const run = app.run(stop.signal);
+  t.after(async () => {
+    stop.abort();
+    await run;
+  });
+  const readies: string[] = [];
+  const poll = setInterval(() => {
+    const url = app.healthUrl();
+    if (url === undefined) return;
+    void fetch(`${url}/readyz`)
+      .then(async (r) => readies.push(`${r.status} ${await r.text()}`))
+      .catch(() => undefined);
+  }, 50);
+  t.after(() => {
+    clearInterval(poll);
+  });
+  await waitFor(() => world.stats()[topic]?.delivered === 200, 30_000, "delivery once the org id resolved");
+  assert.ok(
+    readies.some((r) => /^503 not ready: org id unresolved/.test(r)),
+    `readiness said why it waited: ${[...new Set(readies)].join(" | ")}`,
+  );
+  const streams = world.loki.streams();
+  assert.ok(streams.length > 0);
+  for (const s of streams) assert.equal(s.labels["sf_org_id"], world.org.orgId, JSON.stringify(s.labels));
+});

@@ -132,6 +132,7 @@ describe("file_lease coordinator", () => {
     assert.equal(aFs.renames, renamesBefore + 1, "no write after the first failed read");
     assert.ok(fencedBeforeTakeover, "a had fenced itself and called onLose before b led");
     assert.deepEqual(a.events, ["+", "-"]);
+    assert.deepEqual(a.losses, [{ why: "lost", termAborted: true }], "term ended before onLose (#17)");
     await sim.run(2 * TTL);
     assert.equal(aFs.renames, renamesBefore + 1);
     assert.equal(leaseDoc().holder, "b");

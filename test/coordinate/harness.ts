@@ -1,6 +1,7 @@
 // Drives lease coordinators on virtual time. Every replica shares one ManualClock (auto off); the
 // harness advances it step by step and, between steps, waits until no lease call is in flight, so
 // real I/O (files, loopback HTTP) finishes before time moves on. No test sleeps for real.
+import type { LossReason } from "../../src/coordinate/coordinator.ts";
 import assert from "node:assert/strict";
 import { ManualClock, type Clock } from "../../src/util/clock.ts";
 import type {
@@ -123,6 +124,8 @@ export class Replica {
   readonly events: string[] = [];
   /** isLeader as seen inside each callback. */
   readonly leaderInCallbacks: boolean[] = [];
+  /** The reason each onLose was given, and whether the term signal had aborted by then. */
+  readonly losses: { why: LossReason; termAborted: boolean }[] = [];
   readonly ctl = new AbortController();
   done: Promise<void> = Promise.resolve();
   /** True once `run` returned or threw. */
@@ -147,7 +150,8 @@ export class Replica {
         shared.push(`${this.name}+`);
         return Promise.resolve();
       },
-      onLose: () => {
+      onLose: (why) => {
+        this.losses.push({ why, termAborted: this.coordinator.termSignal.aborted });
         this.events.push("-");
         this.leaderInCallbacks.push(this.coordinator.isLeader);
         shared.push(`${this.name}-`);

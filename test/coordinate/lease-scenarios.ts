@@ -36,6 +36,7 @@ export function leaseScenarios(fixture: () => LeaseFixture): void {
     await sim.run(2 * RENEW);
     await sim.stop(a);
     assert.deepEqual(a.events, ["+", "-"]);
+    assert.deepEqual(a.losses, [{ why: "stopping", termAborted: false }], "still leading while it drains");
     assert.deepEqual(stored(), { holder: "", epoch: 1 });
     const took = await sim.until(() => b.isLeader, "b takes over");
     assert.ok(took <= RENEW + confirmMs + 100, `takeover took ${took} ms`);
@@ -65,6 +66,25 @@ export function leaseScenarios(fixture: () => LeaseFixture): void {
     assert.ok(fencedAt - lastRenewal <= FENCE_AFTER + 100);
     assert.deepEqual(stored(), { holder: "b", epoch: 2 });
     assert.deepEqual(b.events, ["+"]);
+  });
+
+  it("resign: fenced and the term signal aborted at once, the lease released, and no campaign for a ttl", async () => {
+    const { sim, stored, confirmMs } = fixture();
+    const a = sim.replica("a");
+    await sim.until(() => a.isLeader, "a leads");
+    const b = sim.replica("b");
+    await sim.run(2 * RENEW);
+    assert.equal(b.coordinator.resign("not leading"), false, "a standby has nothing to resign");
+    const term = a.coordinator.termSignal;
+    assert.equal(a.coordinator.resign("pipeline stalled"), true);
+    assert.ok(term.aborted, "writes in flight under the term stop at once");
+    assert.equal(a.fenced(), true);
+    const took = await sim.until(() => b.isLeader, "b takes over");
+    assert.ok(took <= RENEW + confirmMs + 100, `takeover took ${took} ms, not a ttl`);
+    assert.deepEqual(a.losses, [{ why: "lost", termAborted: true }]);
+    assert.deepEqual(stored(), { holder: "b", epoch: 2 });
+    await sim.run(2 * TTL);
+    assert.deepEqual(sim.leaders(), ["b"], "the resigned replica stands by");
   });
 
   it("a standby whose wall clock runs far ahead never takes over early", async () => {

@@ -3,14 +3,16 @@ import assert from "node:assert/strict";
 import { createMetrics, StateGauge } from "../../src/obs/metrics.ts";
 import { startHealthServer } from "../../src/obs/health.ts";
 
-test("health endpoints: liveness always ok, readiness reasons, statusz JSON, Prometheus metrics", async (t) => {
+test("health endpoints: liveness ok unless the watchdog says wedged, readiness reasons, statusz JSON, Prometheus metrics", async (t) => {
   const metrics = createMetrics({ version: "9.9.9" });
   t.after(() => metrics.shutdown());
   const leader = new StateGauge(metrics.meter, "sf2loki_leader", "1 while leading");
   leader.set(1);
   let notReady: string | undefined = "not ready";
   let degraded: string | undefined = undefined;
+  let wedged: string | undefined = undefined;
   const server = await startHealthServer({
+    liveness: () => wedged,
     addr: "127.0.0.1:0",
     readiness: { notReadyReason: () => notReady, degradation: () => degraded },
     status: () => ({ leader: true, seq: 12n }),
@@ -22,6 +24,10 @@ test("health endpoints: liveness always ok, readiness reasons, statusz JSON, Pro
     return [res.status, await res.text()];
   };
 
+  assert.deepEqual(await get("/healthz"), [200, "ok"]);
+  wedged = "wedged: work pending and nothing attempted (no push, no commit) for 601s";
+  assert.deepEqual(await get("/healthz"), [503, wedged]);
+  wedged = undefined;
   assert.deepEqual(await get("/healthz"), [200, "ok"]);
   assert.deepEqual(await get("/readyz"), [503, "not ready"]);
   notReady = undefined;

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { ChannelSource, ScriptedSource, entry, settle, waitUntil } from "../support/fakes.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { harness, stalledStream } from "./harness.ts";
+import { StateFileLockError, StateFenceError, StateStoreConflictError } from "../../src/state/errors.ts";
 
 const KEY = "eventlogfile:API";
 
@@ -91,17 +92,13 @@ test("entries a delivered push reports as dropped are counted, and the batch com
   assert.equal(h.store.doc.get(KEY), "2");
 });
 
-class FakeFenceError extends Error {
-  readonly code = "SF2LOKI_STATE_FENCED";
-}
-
-test("a store error rejects run() with that error and cancels producers blocked on a full queue", async () => {
+test("a fence refusal rejects run() with that error and cancels producers blocked on a full queue", async () => {
   const flood = new ScriptedSource("eventlog_objects", function* () {
     for (let i = 0; ; i++) yield entry("eventlog_objects:ApiEvent", String(i).padStart(9, "0"));
   });
   const h = harness([flood], { batch: { max_entries: 5, queue_maxsize: 10, max_in_flight: 1 } });
   h.sink.stall();
-  const fenced = new FakeFenceError("fenced");
+  const fenced = new StateFenceError("fenced");
   h.store.failNextCommit(fenced);
   const running = h.pipeline.run(new AbortController().signal);
   await waitUntil(() => h.sink.calls.length === 1, "push");
@@ -113,6 +110,41 @@ test("a store error rejects run() with that error and cancels producers blocked 
   assert.equal(flood.pulled, pulled, "the producer was cancelled");
   assert.equal(h.pipeline.status().running, false);
 });
+
+test("a store outage never ends the run: the write is retried with backoff from a fresh read, then commits", async () => {
+  const clock = new ManualClock({ auto: true });
+  const src = new ScriptedSource("eventlogfile", [entry(KEY, "1"), entry(KEY, "2")]);
+  const h = harness([src], { clock, batch: { max_entries: 1, max_in_flight: 1 } });
+  h.store.failNextCommit(new Error("503 SlowDown from s3://b/k"), 6);
+  await h.pipeline.run(new AbortController().signal);
+  assert.equal(h.store.doc.get(KEY), "2", "everything held was committed once the store answered");
+  assert.equal(h.store.commitAttempts, 8, "6 failures, then each batch's write");
+  assert.deepEqual(
+    clock.sleeps.filter((ms) => ms >= 1000),
+    [1000, 2000, 4000, 8000, 16000, 30000],
+    "1 s doubling to a 30 s cap",
+  );
+  assert.ok(h.store.resets >= 6, "each retry starts from a fresh read (the failed write may have landed)");
+  const warns = h.logs.filter((l) => l.level === 40 && /checkpoint store write failed/.test(l.msg));
+  assert.deepEqual(
+    warns.map((w) => w.attempt),
+    [1],
+    "warned on the first failure, rate-limited after",
+  );
+});
+
+for (const [what, err] of [
+  ["a real second writer (conflict)", new StateStoreConflictError("lost a compare-and-swap race")],
+  ["another process's file lock", new StateFileLockError("locked by pid 7", 7)],
+] as const) {
+  test(`${what} still ends the run: no retry can fix it`, async () => {
+    const src = new ScriptedSource("eventlogfile", [entry(KEY, "1")]);
+    const h = harness([src], { clock: new ManualClock({ auto: true }) });
+    h.store.failNextCommit(err, 100);
+    await assert.rejects(h.pipeline.run(new AbortController().signal), (e) => e === err);
+    assert.equal(h.store.commitAttempts, 1);
+  });
+}
 
 test("a source error rejects run() without hanging, even with a stalled sink", async () => {
   const boom = new Error("source bug");

@@ -7,6 +7,7 @@ import { StateFenceError, StateFileCorruptError } from "../../src/state/errors.t
 import { FileCheckpointStore, type FileStoreOptions } from "../../src/state/file-store.ts";
 import { nodeStateFs, type StateFs } from "../../src/state/state-fs.ts";
 import { captureLogger } from "./helpers/capture-logger.ts";
+import { testFence } from "../support/fakes.ts";
 import { tempDir } from "./helpers/temp-dir.ts";
 
 async function storeIn(t: TestContext, opts: FileStoreOptions = {}, name = "state.json") {
@@ -120,9 +121,13 @@ describe("file store", () => {
 
   test("the fence runs first: nothing is locked, read or written when it throws", async (t) => {
     const { path, store } = await storeIn(t);
-    store.setFence(() => {
-      throw new StateFenceError("not the leader");
-    });
+    store.setFence(
+      testFence({
+        check: () => {
+          throw new StateFenceError("not the leader");
+        },
+      }),
+    );
     await assert.rejects(store.commit("k1", "v1"), StateFenceError);
     await assert.rejects(store.delete("k1"), StateFenceError);
     await assert.rejects(stat(`${path}.lock`), { code: "ENOENT" });
@@ -142,7 +147,7 @@ describe("file store", () => {
     test("stamps the epoch as a string and refuses a stale leader without writing", async (t) => {
       const { path, store } = await storeIn(t, { exclusiveLock: false });
       let epoch = 3;
-      store.setEpoch(() => epoch);
+      store.setFence(testFence({ epoch: () => epoch }));
       await store.commit("k1", "v1");
       assert.deepEqual(await readJson(path), { k1: "v1", __fence_epoch__: "3" });
       await store.commit("k2", "v2");
@@ -151,7 +156,7 @@ describe("file store", () => {
       await assert.rejects(store.commit("k3", "v3"), (e: unknown) => {
         assert.ok(e instanceof StateFenceError);
         assert.equal(e.code, "SF2LOKI_STATE_FENCED");
-        assert.match(e.message, /stale leader \(epoch 3\).*epoch 5/);
+        assert.match(e.message, /term \(epoch 3\) was superseded by epoch 5/);
         return true;
       });
       await assert.rejects(store.delete("k1"), StateFenceError);
@@ -164,7 +169,7 @@ describe("file store", () => {
 
     test("re-reads the file on every write, so another leader's keys are never reverted", async (t) => {
       const { path, store } = await storeIn(t, { exclusiveLock: false });
-      store.setEpoch(() => 1);
+      store.setFence(testFence({ epoch: () => 1 }));
       await store.commit("k1", "v1");
       await writeFile(path, JSON.stringify({ k1: "v1", other: "x", __fence_epoch__: "1" }));
       await store.commit("k2", "v2");
@@ -177,10 +182,14 @@ describe("file store", () => {
     test("the fence runs before the epoch check", async (t) => {
       const { path, store } = await storeIn(t, { exclusiveLock: false });
       await writeFile(path, JSON.stringify({ __fence_epoch__: "9" }));
-      store.setEpoch(() => 1);
-      store.setFence(() => {
-        throw new StateFenceError("fence says no");
-      });
+      store.setFence(
+        testFence({
+          epoch: () => 1,
+          check: () => {
+            throw new StateFenceError("fence says no");
+          },
+        }),
+      );
       await assert.rejects(store.commit("k", "v"), /fence says no/);
     });
 
@@ -188,7 +197,7 @@ describe("file store", () => {
       const log = captureLogger();
       const { path, store } = await storeIn(t, { exclusiveLock: false, logger: log.logger });
       await writeFile(path, JSON.stringify({ k1: "v1", __fence_epoch__: "banana" }));
-      store.setEpoch(() => 2);
+      store.setFence(testFence({ epoch: () => 2 }));
       await store.commit("k2", "v2");
       assert.deepEqual(await readJson(path), { k1: "v1", __fence_epoch__: "2", k2: "v2" });
       assert.ok(log.warnings().some((l) => /not a number/.test(l.msg)));

@@ -6,10 +6,12 @@ import { test } from "node:test";
 import { Sf2LokiError } from "../../src/errors.ts";
 import {
   StateAccessDeniedError,
+  StateFenceError,
   StateObjectCorruptError,
   StateStoreConflictError,
 } from "../../src/state/errors.ts";
 import { ManualClock } from "../../src/util/clock.ts";
+import { testFence } from "../support/fakes.ts";
 import { faults } from "../support/object-store-emulator.ts";
 import { captureLogger } from "./helpers/capture-logger.ts";
 import type { HarnessFactory, ObjectStoreHarness } from "./helpers/object-store-harness.ts";
@@ -330,13 +332,115 @@ export function objectStoreCases(makeHarness: HarnessFactory): void {
   test("the fence runs first: a throwing fence means no request at all", async (t) => {
     const h = await makeHarness(t);
     const store = h.store();
-    store.setFence(() => {
-      throw new Sf2LokiError("SF2LOKI_STATE_FENCED", "not the leader");
-    });
+    store.setFence(
+      testFence({
+        check: () => {
+          throw new Sf2LokiError("SF2LOKI_STATE_FENCED", "not the leader");
+        },
+      }),
+    );
     await assert.rejects(store.commit("k1", "v1"), /not the leader/);
     await assert.rejects(store.delete("k1"), /not the leader/);
     assert.equal(h.emulator.requests.length, 0);
     store.setFence(undefined);
+    await store.commit("k1", "v1");
+    assert.deepEqual(h.stored(), { k1: "v1" });
+  });
+
+  // ---- HA fencing (#17): the term is visible in the document and checked on every attempt ----------
+
+  test("a fenced write stamps its epoch; a newer term's claim turns the old leader's next write into a fence, not a conflict", async (t) => {
+    const h = await makeHarness(t);
+    const old = h.store();
+    old.setFence(testFence({ epoch: () => 1 }));
+    await old.commit("k1", "v1");
+    assert.deepEqual(h.stored(), { k1: "v1", __fence_epoch__: "1" });
+
+    const next = h.store();
+    next.setFence(testFence({ epoch: () => 2 }));
+    await next.claimTerm();
+    assert.deepEqual(h.stored(), { k1: "v1", __fence_epoch__: "2" }, "the claim keeps every checkpoint");
+
+    const mark = h.emulator.requests.length;
+    await assert.rejects(old.commit("k1", "stale"), (e: unknown) => {
+      assert.ok(e instanceof StateFenceError, `expected a fence, got ${String(e)}`);
+      assert.match(e.message, /epoch 1\) was superseded by epoch 2/);
+      assert.doesNotMatch(e.message, /second sf2loki instance/);
+      return true;
+    });
+    assert.equal(writesSince(h, mark).length, 1, "one refused PUT, no retry");
+    assert.deepEqual(h.stored(), { k1: "v1", __fence_epoch__: "2" });
+    await next.commit("k2", "v2");
+    assert.deepEqual(h.stored(), { k1: "v1", __fence_epoch__: "2", k2: "v2" });
+  });
+
+  test("the fence is checked before every attempt: a retry after the term ended is never sent", async (t) => {
+    const h = await makeHarness(t);
+    const { store, mark } = await seeded(h, { k1: "v1" });
+    let leader = true;
+    store.setFence(
+      testFence({
+        epoch: () => 1,
+        check: () => {
+          if (!leader) throw new StateFenceError("lease lost");
+        },
+      }),
+    );
+    // The first PUT is applied but its answer is lost (the partitioned leader's "socket hang up"), and
+    // the term ends while it is out.
+    const endsTheTerm = (req: Parameters<typeof h.writes>[0]): boolean => {
+      if (!h.writes(req)) return false;
+      leader = false;
+      return true;
+    };
+    h.emulator.inject(endsTheTerm, faults.appliedThenReset());
+    await assert.rejects(store.commit("k2", "v2"), /lease lost/);
+    assert.equal(writesSince(h, mark).length, 1, "only the first attempt went out");
+  });
+
+  test("the term signal aborts a write still in flight: it ends at once as a fence", async (t) => {
+    const h = await makeHarness(t);
+    const { store } = await seeded(h, { k1: "v1" });
+    const term = new AbortController();
+    store.setFence(testFence({ epoch: () => 1, signal: term.signal }));
+    h.emulator.inject(h.writes, faults.latency(5000));
+    const started = Date.now();
+    const commit = store.commit("k2", "v2");
+    setTimeout(() => {
+      term.abort(new StateFenceError("lease lost"));
+    }, 50);
+    await assert.rejects(commit, StateFenceError);
+    assert.ok(Date.now() - started < 2000, `took ${Date.now() - started} ms`);
+  });
+
+  test("a term claim re-reads and retries when the outgoing leader's write slips in between", async (t) => {
+    const h = await makeHarness(t);
+    h.thirdPartyWrite(JSON.stringify({ k1: "v1", __fence_epoch__: "1" }));
+    const store = h.store();
+    store.setFence(testFence({ epoch: () => 2 }));
+    h.emulator.inject(h.writes, h.otherWriterFirst({ k1: "v1-late", __fence_epoch__: "1" }));
+    await store.claimTerm();
+    assert.deepEqual(
+      h.stored(),
+      { k1: "v1-late", __fence_epoch__: "2" },
+      "the late write kept, then stamped",
+    );
+  });
+
+  test("a term claim over a newer stored epoch is a fence, and writes nothing", async (t) => {
+    const h = await makeHarness(t);
+    h.thirdPartyWrite(JSON.stringify({ k1: "v1", __fence_epoch__: "7" }));
+    const store = h.store();
+    store.setFence(testFence({ epoch: () => 3 }));
+    await assert.rejects(store.claimTerm(), /epoch 3\) was superseded by epoch 7/);
+    assert.equal(h.emulator.requests.filter(h.writes).length, 0);
+    assert.equal(await store.readFenceEpoch(), 7);
+  });
+
+  test("without a fence a claim writes nothing and commits stamp no epoch", async (t) => {
+    const h = await makeHarness(t);
+    const store = h.store();
+    await store.claimTerm();
     await store.commit("k1", "v1");
     assert.deepEqual(h.stored(), { k1: "v1" });
   });

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { FileCheckpointStore } from "../../src/state/file-store.ts";
-import { OrgCheckpointView, isEpochCapable } from "../../src/state/org-view.ts";
+import { OrgCheckpointView } from "../../src/state/org-view.ts";
+import { testFence } from "../support/fakes.ts";
 import { tempDir } from "./helpers/temp-dir.ts";
 
 describe("multi-org checkpoint view", () => {
@@ -58,13 +59,17 @@ describe("multi-org checkpoint view", () => {
     const path = join(await tempDir(t), "s.json");
     const store = new FileCheckpointStore({ path }, { exclusiveLock: false });
     const view = new OrgCheckpointView(store, "prod");
-    assert.ok(isEpochCapable(store));
-    view.setEpoch(() => 2);
+    view.setFence(testFence({ epoch: () => 2 }));
     await view.commit("k", "v");
     assert.equal(await store.load("__fence_epoch__"), "2");
-    view.setFence(() => {
-      throw new Error("fenced");
-    });
+    assert.equal(await view.readFenceEpoch(), 2);
+    view.setFence(
+      testFence({
+        check: () => {
+          throw new Error("fenced");
+        },
+      }),
+    );
     await assert.rejects(store.commit("x", "y"), /fenced/);
     view.setFence(undefined);
     view.reset();

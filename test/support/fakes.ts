@@ -6,7 +6,7 @@ import { setImmediate as turn } from "node:timers/promises";
 import { LogEntry, type Batch, type Labels } from "../../src/model.ts";
 import { PermanentSinkError, RetryableSinkError, type PushResult, type Sink } from "../../src/sinks/sink.ts";
 import type { CheckpointReader, Source, SourceName } from "../../src/sources/source.ts";
-import type { CheckpointStore, Fence } from "../../src/state/store.ts";
+import type { CheckpointStore, WriteFence } from "../../src/state/store.ts";
 
 // ---------------------------------------------------------------- entries and event-loop turns
 
@@ -48,22 +48,37 @@ export async function waitUntil(cond: () => boolean, what = "condition", maxTurn
 
 // ---------------------------------------------------------------- store
 
+/** A write fence for store tests: `check` throws to refuse; `epoch` is read at each write. */
+export function testFence(
+  opts: { check?: () => void; epoch?: () => number | undefined; signal?: AbortSignal } = {},
+): WriteFence {
+  return {
+    check: opts.check ?? (() => undefined),
+    epoch: opts.epoch ?? (() => undefined),
+    signal: () => opts.signal,
+  };
+}
+
 export class MemoryStore implements CheckpointStore {
   readonly location = "memory://test";
   readonly doc = new Map<string, string>();
   /** Every commitMany argument, in call order. */
   readonly commits: Record<string, string>[] = [];
   resets = 0;
-  #fence: Fence | undefined;
+  #fence: WriteFence | undefined;
   #failNext: Error | undefined;
+  #failTimes = 0;
+  /** Every commitMany call, failed ones included. */
+  commitAttempts = 0;
 
   constructor(initial: Record<string, string> = {}) {
     for (const [k, v] of Object.entries(initial)) this.doc.set(k, v);
   }
 
-  /** The next commitMany throws `err`. */
-  failNextCommit(err: Error): void {
+  /** The next `times` commitMany calls throw `err`. */
+  failNextCommit(err: Error, times = 1): void {
     this.#failNext = err;
+    this.#failTimes = times;
   }
 
   /** Values one key took, commit by commit. */
@@ -80,16 +95,17 @@ export class MemoryStore implements CheckpointStore {
   }
 
   async replace(items: Readonly<Record<string, string>>): Promise<void> {
-    await this.#fence?.();
+    await this.#fence?.check();
     this.doc.clear();
     await this.commitMany(items);
   }
 
   async commitMany(items: Readonly<Record<string, string>>): Promise<void> {
-    await this.#fence?.();
+    await this.#fence?.check();
+    this.commitAttempts++;
     if (this.#failNext !== undefined) {
       const err = this.#failNext;
-      this.#failNext = undefined;
+      if (--this.#failTimes <= 0) this.#failNext = undefined;
       throw err;
     }
     this.commits.push({ ...items });
@@ -109,8 +125,20 @@ export class MemoryStore implements CheckpointStore {
     this.resets++;
   }
 
-  setFence(fence: Fence | undefined): void {
+  setFence(fence: WriteFence | undefined): void {
     this.#fence = fence;
+  }
+
+  /** Term claims, in call order (the epoch each one stamped). */
+  readonly claims: (number | undefined)[] = [];
+
+  async claimTerm(): Promise<void> {
+    await this.#fence?.check();
+    this.claims.push(this.#fence?.epoch());
+  }
+
+  readFenceEpoch(): Promise<number | undefined> {
+    return Promise.resolve(undefined);
   }
 
   close(): Promise<void> {

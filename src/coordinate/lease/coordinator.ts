@@ -11,7 +11,7 @@ import { silentLogger } from "../../obs/logger.ts";
 import type { Clock } from "../../util/clock.ts";
 import { systemClock } from "../../util/clock.ts";
 import { fullJitter, retry } from "../../util/retry.ts";
-import type { Coordinator, LeadershipCallbacks } from "../coordinator.ts";
+import type { Coordinator, LeadershipCallbacks, LossReason } from "../coordinator.ts";
 import { leadershipFenceError } from "../errors.ts";
 import type { LeaseBackend, LeaseRecord, LeaseSnapshot } from "./backend.ts";
 import { deadlineSignal, pause, settledOrAborted, withTimeout } from "./waits.ts";
@@ -68,6 +68,10 @@ export class LeaseCoordinator implements Coordinator {
   #lastRenewStartMono = Number.NEGATIVE_INFINITY;
   #observedVersion: string | symbol = UNREADABLE;
   #observedAtMono = 0;
+  /** Aborted when the current term ends by loss, fence or resignation. */
+  #term = new AbortController();
+  /** Set by resign() for the current term: why it was given up. */
+  #resigned: AbortController | undefined;
 
   constructor(opts: LeaseCoordinatorOptions) {
     this.#backend = opts.backend;
@@ -118,6 +122,19 @@ export class LeaseCoordinator implements Coordinator {
     return this.#identity;
   }
 
+  get termSignal(): AbortSignal {
+    return this.#term.signal;
+  }
+
+  resign(reason: string): boolean {
+    const resigned = this.#resigned;
+    if (!this.#leader || !resigned || resigned.signal.aborted) return false;
+    this.#log.warn({ reason, epoch: this.#epoch }, "resigning the lease so another replica can lead");
+    this.#endTerm(`resigned: ${reason}`);
+    resigned.abort();
+    return true;
+  }
+
   checkFence(): void {
     if (!this.#leader) throw leadershipFenceError(this.#identity, this.#backend.where);
     if (this.#renewOverdue()) {
@@ -138,7 +155,10 @@ export class LeaseCoordinator implements Coordinator {
       await this.#backend.open?.(signal);
       while (!signal.aborted) {
         if (!(await this.#campaign(signal))) break;
-        await this.#lead(callbacks);
+        if ((await this.#lead(callbacks)) === "resigned") {
+          // Stand aside for a whole ttl, so a healthy standby takes the released lease, not us again.
+          if (!(await pause(this.#clock, this.#ttlMs, signal))) break;
+        }
       }
     } finally {
       this.#running = false;
@@ -306,28 +326,33 @@ export class LeaseCoordinator implements Coordinator {
   // ---- leading -------------------------------------------------------------------------------------
 
   /**
-   * One term. Renewal runs alongside the callbacks from the moment we win. On a loss, isLeader turns
-   * false before onLose; on a stop we keep renewing (and stay leader) until onLose has drained, so the
-   * last checkpoints still commit, and then release the lease so a standby takes over at once.
+   * One term. Renewal runs alongside the callbacks from the moment we win. On a loss (or a resignation),
+   * isLeader turns false and the term signal aborts before onLose("lost"); on a stop we keep renewing
+   * (and stay leader) until onLose("stopping") has drained, so the last checkpoints still commit, and
+   * then release the lease so a standby takes over at once. A resigned lease is released too.
    */
-  async #lead(callbacks: LeadershipCallbacks): Promise<void> {
-    const term = new AbortController();
-    const holding = this.#hold(term.signal);
+  async #lead(callbacks: LeadershipCallbacks): Promise<"ended" | "resigned"> {
+    const hold = new AbortController();
+    const resigned = new AbortController();
+    this.#term = new AbortController();
+    this.#resigned = resigned;
+    const holding = this.#hold(hold.signal);
     try {
       await callbacks.onAcquire();
-      await settledOrAborted(holding, callbacks.signal);
+      await settledOrAborted(holding, AbortSignal.any([callbacks.signal, resigned.signal]));
     } finally {
+      const why: LossReason = this.#leader ? "stopping" : "lost";
       try {
-        await callbacks.onLose();
+        await callbacks.onLose(why);
       } finally {
-        term.abort();
+        hold.abort();
         await holding;
-        if (this.#leader) {
-          this.#leader = false;
-          await this.#release();
-        }
+        const stillHeld = this.#leader || resigned.signal.aborted;
+        this.#endTerm("term over");
+        if (stillHeld) await this.#release();
       }
     }
+    return resigned.signal.aborted ? "resigned" : "ended";
   }
 
   async #hold(term: AbortSignal): Promise<void> {
@@ -335,9 +360,17 @@ export class LeaseCoordinator implements Coordinator {
       const outcome = await this.#renew(term);
       if (outcome === "stopped") return;
       if (outcome === "lost") {
-        this.#leader = false;
+        this.#endTerm("leadership lost");
         return;
       }
+    }
+  }
+
+  /** Not the leader from now on, and every write still in flight under this term is aborted. */
+  #endTerm(why: string): void {
+    this.#leader = false;
+    if (!this.#term.signal.aborted) {
+      this.#term.abort(leadershipFenceError(this.#identity, this.#backend.where, why));
     }
   }
 
