@@ -133,7 +133,11 @@ describe("TcpFaultProxy", () => {
     await until(() => fresh.text() === "new!", "the revived connection");
     await sleep(QUIET_MS);
     assert.equal(old.text(), "");
+
+    // A client that gives up on its dead connection is seen to close it (its deadline worked).
+    assert.equal(proxy.stats.open, 2);
     old.socket.destroy();
+    await until(() => proxy.stats.open === 1, "the proxy to see the dead connection closed");
     fresh.socket.destroy();
   });
 

@@ -29,7 +29,10 @@ export interface FaultProxyStats {
   readonly reset: number;
   /** Connections that a `heal()` left dead for good. */
   readonly dead: number;
-  /** Connections currently open on the client side (forwarding, silenced or dead). */
+  /**
+   * Connections currently open on the client side (forwarding, silenced or dead). A dead one counts
+   * until its client closes it, so a test can see that a client deadline really dropped the socket.
+   */
   readonly open: number;
   /** Bytes forwarded client → target. */
   readonly bytesUp: number;
@@ -133,6 +136,9 @@ export class TcpFaultProxy {
       else {
         conn.state = "dead";
         this.#stats.dead++;
+        // Read and drop from now on: nothing is forwarded, but a peer that closes is noticed.
+        conn.client.resume();
+        conn.upstream?.resume();
       }
     }
   }
@@ -184,6 +190,7 @@ export class TcpFaultProxy {
     client.on("close", (hadError) => {
       this.#closedSide(conn, conn.upstream, hadError);
     });
+    this.#pump(conn, client, () => conn.upstream, "bytesUp");
     if (this.#mode === "blackhole") {
       // Accepted but forwarded nowhere: the target never hears of it unless it is revived.
       conn.state = "silenced";
@@ -200,30 +207,36 @@ export class TcpFaultProxy {
     upstream.on("close", (hadError) => {
       this.#closedSide(conn, conn.client, hadError);
     });
-    this.#pump(conn, conn.client, upstream, "bytesUp");
-    this.#pump(conn, upstream, conn.client, "bytesDown");
+    this.#pump(conn, upstream, () => conn.client, "bytesDown");
   }
 
-  /** Copies `from` to `to` while the connection forwards, with backpressure, FIN passed along. */
-  #pump(conn: Conn, from: Socket, to: Socket, counter: "bytesUp" | "bytesDown"): void {
+  /**
+   * Reads `from` and acts on the connection's state: forwards with backpressure and passes FIN along;
+   * holds bytes while silenced; swallows them once dead (so the proxy still sees the peer close).
+   */
+  #pump(conn: Conn, from: Socket, to: () => Socket | undefined, counter: "bytesUp" | "bytesDown"): void {
     from.on("data", (chunk: Buffer) => {
-      if (conn.state !== "forward") {
+      if (conn.state === "dead") return;
+      if (conn.state === "silenced") {
         // A chunk already read when the blackhole began: keep it for a revive, like a retransmit.
         from.unshift(chunk);
         from.pause();
         return;
       }
-      if (to.destroyed) return; // the other side is gone; "close" ends this one
+      const target = to();
+      if (target === undefined || target.destroyed) return; // the other side is gone; "close" follows
       this.#stats[counter] += chunk.length;
-      if (!to.write(chunk)) {
+      if (!target.write(chunk)) {
         from.pause();
-        to.once("drain", () => {
+        target.once("drain", () => {
           if (conn.state === "forward") from.resume();
         });
       }
     });
     from.on("end", () => {
-      if (conn.state === "forward") to.end();
+      // A peer that gives up on a dead connection is gone; its counterpart is never told.
+      if (conn.state === "dead") from.destroy();
+      else if (conn.state === "forward") to()?.end();
     });
   }
 
