@@ -258,9 +258,9 @@ export class TcpFaultProxy {
   #reset(conn: Conn): void {
     this.#conns.delete(conn);
     this.#stats.reset++;
-    // A socket that already saw the peer's FIN is destroyed plainly (see close()); the others get
+    // A half-closed socket (a FIN seen or sent) is destroyed plainly (see close()); the others get
     // the RST a real partition answers with.
-    if (conn.client.readableEnded) conn.client.destroy();
+    if (conn.client.readableEnded || conn.client.writableEnded) conn.client.destroy();
     else conn.client.resetAndDestroy();
     conn.upstream?.destroy();
   }
