@@ -9,6 +9,12 @@ import { interpolate } from "./interpolate.ts";
 import { configSchema, type Config, type SalesforceConfig, type SourcesConfig } from "./schema.ts";
 import { resolveSecret } from "./secrets.ts";
 
+interface AzureSecret {
+  credential: string;
+  connection_string: string | null;
+  connection_string_file: string | null;
+}
+
 const UNKNOWN_KEY =
   "unknown configuration key (check for typos; see docs/config-reference.md for valid keys)";
 
@@ -88,6 +94,18 @@ function resolveSecrets(config: Config): Config {
     sources: resolveSources(config.sources, ""),
     orgs,
     sink: { ...config.sink, loki: { ...loki, auth_token: lokiToken ?? null } },
+    state: {
+      ...config.state,
+      azure: resolveAzure(config.state.azure, "state.azure", config.state.store === "azure"),
+    },
+    coordinate: {
+      ...config.coordinate,
+      azure_lease: resolveAzure(
+        config.coordinate.azure_lease,
+        "coordinate.azure_lease",
+        config.coordinate.type === "azure_lease",
+      ),
+    },
   };
   resolved.service = resolveTelemetry(resolved);
   return resolved;
@@ -122,6 +140,26 @@ function resolveSalesforce(sf: SalesforceConfig, prefix: string): SalesforceConf
     );
   }
   return { ...sf, client_secret: clientSecret ?? null, private_key: privateKey ?? null };
+}
+
+/**
+ * The connection string is read only where it is used (the block is the configured backend and its
+ * credential is connection_string), so switching backends never trips over a stale file; there it must resolve.
+ */
+function resolveAzure<T extends AzureSecret>(azure: T, section: string, inUse: boolean): T {
+  if (!inUse || azure.credential !== "connection_string") return { ...azure, connection_string: null };
+  const value = resolveSecret(
+    azure.connection_string,
+    azure.connection_string_file,
+    `${section}.connection_string`,
+  );
+  if (value === undefined) {
+    throw new ConfigError(
+      `${section}.credential is 'connection_string' but neither ${section}.connection_string nor ` +
+        `${section}.connection_string_file is set; set one, or use credential: default with account_url`,
+    );
+  }
+  return { ...azure, connection_string: value };
 }
 
 function usesHash(sources: SourcesConfig): boolean {

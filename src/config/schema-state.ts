@@ -1,6 +1,6 @@
 // `state:` and `coordinate:` — checkpoints and leadership (spec C §1, §2).
 import { z } from "zod";
-import { duration, meta, oneOf, optStr, section, str } from "./fields.ts";
+import { duration, meta, oneOf, optStr, secret, secretFile, section, str } from "./fields.ts";
 
 const s3Location = {
   bucket: str("", "Bucket (required when this backend is used)."),
@@ -17,9 +17,46 @@ const gcsLocation = {
   endpoint_url: optStr("Custom endpoint (an emulator); STORAGE_EMULATOR_HOST is honoured too."),
 };
 
+const azureLocation = {
+  account_url: optStr("Blob endpoint of the storage account; required with credential default.", [
+    "https://myaccount.blob.core.windows.net",
+  ]),
+  container: str("", "Container (required when this backend is used; sf2loki does not create it)."),
+  credential: oneOf(
+    ["default", "connection_string"],
+    "default",
+    "default: the DefaultAzureCredential chain (workload identity, managed identity, az login); connection_string: the connection string below.",
+  ),
+  connection_string: secret("Storage account connection string. Prefer connection_string_file."),
+  connection_string_file: secretFile("File holding the connection string.", [
+    "/etc/sf2loki/secrets/azure-connection-string",
+  ]),
+};
+
+interface AzureLocation {
+  container: string;
+  credential: string;
+  account_url: string | null;
+}
+
+/** The cross-field rules of an Azure block (`state.azure`, `coordinate.azure_lease`); `at` is its path. */
+function checkAzure(a: AzureLocation, ctx: z.RefinementCtx, at: string[], what: string): void {
+  const issue = (key: string, message: string) => {
+    ctx.addIssue({ code: "custom", path: [...at, key], message });
+  };
+  if (a.container === "") issue("container", `${what} but the container is empty`);
+  if (a.credential === "default" && !a.account_url)
+    issue("account_url", "credential 'default' needs account_url (https://<account>.blob.core.windows.net)");
+  if (a.credential === "connection_string" && a.account_url)
+    issue(
+      "account_url",
+      "credential 'connection_string' takes the endpoint from the string; leave account_url empty",
+    );
+}
+
 const state = z
   .strictObject({
-    store: oneOf(["file", "s3", "gcs"], "file", "Checkpoint backend."),
+    store: oneOf(["file", "s3", "gcs", "azure"], "file", "Checkpoint backend."),
     file: section(
       z.strictObject({
         path: str("/var/lib/sf2loki/state.json", "Checkpoint file (its directory must be writable)."),
@@ -40,6 +77,13 @@ const state = z
       }),
       "GCS store (generation preconditions).",
     ),
+    azure: section(
+      z.strictObject({
+        ...azureLocation,
+        blob_name: str("sf2loki/state.json", "Blob name of the checkpoint document."),
+      }),
+      "Azure Blob Storage store (ETag preconditions).",
+    ),
   })
   .superRefine((s, ctx) => {
     if (s.store === "s3" && s.s3.bucket === "")
@@ -54,6 +98,7 @@ const state = z
         path: ["gcs", "bucket"],
         message: "state.store is 'gcs' but state.gcs.bucket is empty",
       });
+    if (s.store === "azure") checkAzure(s.azure, ctx, ["azure"], "state.store is 'azure'");
   });
 
 export const stateField = section(state, "Checkpoint storage.");
@@ -85,7 +130,7 @@ const objectHolderId = str(
 
 const coordinate = z.strictObject({
   type: oneOf(
-    ["noop", "file_lease", "k8s_lease", "s3_lease", "gcs_lease"],
+    ["noop", "file_lease", "k8s_lease", "s3_lease", "gcs_lease", "azure_lease"],
     "noop",
     "Leader election: noop (single replica), or a lease for active-passive HA.",
   ),
@@ -137,6 +182,18 @@ const coordinate = z.strictObject({
       .superRefine(renewCheck("ttl")),
     "Lease object in GCS.",
   ),
+  azure_lease: section(
+    z
+      .strictObject({
+        ...azureLocation,
+        blob_name: str("sf2loki/leader.lease", "Blob name of the lease."),
+        ttl,
+        renew_interval: renewInterval,
+        holder_id: objectHolderId,
+      })
+      .superRefine(renewCheck("ttl")),
+    "Lease blob in Azure Blob Storage (a lease document with ETag preconditions, not an Azure blob lease).",
+  ),
 });
 
 export const coordinateField = section(
@@ -153,6 +210,8 @@ export const coordinateField = section(
         path: ["gcs_lease", "bucket"],
         message: "coordinate.type is 'gcs_lease' but the bucket is empty",
       });
+    if (c.type === "azure_lease")
+      checkAzure(c.azure_lease, ctx, ["azure_lease"], "coordinate.type is 'azure_lease'");
   }),
   "Active-passive leader election.",
 );

@@ -3,6 +3,7 @@
 import { ConfigError } from "../errors.ts";
 import type { Logger } from "../obs/logger.ts";
 import type { Clock } from "../util/clock.ts";
+import { AzureCheckpointStore } from "./azure/store.ts";
 import { FileCheckpointStore } from "./file-store.ts";
 import { GcsCheckpointStore } from "./gcs-store.ts";
 import { S3CheckpointStore } from "./s3-store.ts";
@@ -33,9 +34,15 @@ export function buildStore(state: StateSettings, opts: BuildStoreOptions = {}): 
       required("state.gcs.bucket", state.gcs.bucket, "gcs");
       required("state.gcs.object_name", state.gcs.object_name, "gcs");
       return new GcsCheckpointStore(state.gcs, common);
+    case "azure": {
+      const azure = state.azure;
+      required("state.azure.container", azure?.container, "azure");
+      required("state.azure.blob_name", azure?.blob_name, "azure");
+      return new AzureCheckpointStore(azure as NonNullable<typeof azure>, common);
+    }
     default:
       throw new ConfigError(
-        `state.store is ${JSON.stringify(state.store)}; choose one of "file", "s3" or "gcs"`,
+        `state.store is ${JSON.stringify(state.store)}; choose one of "file", "s3", "gcs" or "azure"`,
       );
   }
 }

@@ -65,6 +65,8 @@ export interface ObjectStoreHints {
   removeCommand: string;
   /** The permissions the store needs, as the backend's IAM spells them. */
   permissions: string;
+  /** What a persistent in-progress-write collision looks like on this backend; S3's 409 when unset. */
+  busyCause?: string;
 }
 
 const TWO_WRITERS =
@@ -118,7 +120,7 @@ export const stateErrors = {
   busy(hints: ObjectStoreHints, op: string, attempts: number, cause: unknown): StateStoreConflictError {
     return new StateStoreConflictError(
       `${op} on ${hints.location} kept colliding with another in-progress conditional write to the same object ` +
-        `(409 ConditionalRequestConflict, ${attempts} attempts); another writer is probably using this state ` +
+        `(${hints.busyCause ?? "409 ConditionalRequestConflict"}, ${attempts} attempts); another writer is probably using this state ` +
         `object: ${TWO_WRITERS}. Point each instance at its own ${hints.noun} (${hints.configKey}).`,
       { cause },
     );

@@ -26,11 +26,27 @@ export interface GcsStateSettings {
   endpoint_url?: string | null;
 }
 
+/** `default`: the DefaultAzureCredential chain (workload identity, managed identity, az login). */
+export type AzureCredentialKind = "default" | "connection_string";
+
+export interface AzureStateSettings {
+  /** `https://<account>.blob.core.windows.net`; required with the default credential chain. */
+  account_url?: string | null;
+  container: string;
+  /** Default `sf2loki/state.json`. */
+  blob_name: string;
+  credential: AzureCredentialKind;
+  /** Resolved by the config loader from `connection_string` or `connection_string_file`. */
+  connection_string?: string | null;
+}
+
 export interface StateSettings {
-  store: "file" | "s3" | "gcs";
+  store: "file" | "s3" | "gcs" | "azure";
   file: FileStateSettings;
   s3: S3StateSettings;
   gcs: GcsStateSettings;
+  /** Optional so a tree without the section (tests, older callers) still type-checks. */
+  azure?: AzureStateSettings;
 }
 
 export const DEFAULT_OBJECT_NAME = "sf2loki/state.json";
