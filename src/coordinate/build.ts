@@ -34,7 +34,10 @@ export interface CoordinatorDeps {
   /** Storage seam for the file lease (tests inject faults); node:fs/promises by default. */
   fileFs?: LeaseFs;
   /** Client overrides for s3_lease / gcs_lease (tests pass static credentials or a retry policy). */
-  objectLease?: Pick<ObjectLeaseDeps, "s3ClientConfig" | "gcsStorageOptions" | "retryPolicy">;
+  objectLease?: Pick<
+    ObjectLeaseDeps,
+    "s3ClientConfig" | "gcsStorageOptions" | "azurePipelineOptions" | "retryPolicy"
+  >;
 }
 
 /** A coordinator and its epoch fence token: undefined for noop (no fence), else the current term's epoch. */
@@ -92,7 +95,8 @@ export function buildCoordinator(
       });
     }
     case "s3_lease":
-    case "gcs_lease": {
+    case "gcs_lease":
+    case "azure_lease": {
       const { backend, lease } = objectLeaseBackend(settings.type, settings, {
         ...deps.objectLease,
         ...common,

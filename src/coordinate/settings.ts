@@ -3,7 +3,7 @@
 import { hostname } from "node:os";
 import { ConfigError } from "../errors.ts";
 
-export type CoordinatorType = "noop" | "file_lease" | "k8s_lease" | "s3_lease" | "gcs_lease";
+export type CoordinatorType = "noop" | "file_lease" | "k8s_lease" | "s3_lease" | "gcs_lease" | "azure_lease";
 
 export interface FileLeaseSettings {
   /** On storage every replica shares. Default `/var/lib/sf2loki/leader.lease`. */

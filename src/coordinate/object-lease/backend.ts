@@ -1,6 +1,6 @@
-// The lease as one object in an S3 or GCS bucket, written through the checkpoint stores' own adapters
-// with their conditional writes: If-Match / If-None-Match: * on S3, ifGenerationMatch (0 to create) on
-// GCS. That is a real compare-and-swap, so a 412 is the race signal and no confirm read is needed.
+// The lease as one object in an S3 or GCS bucket (or an Azure container), written through the checkpoint
+// stores' own adapters with their conditional writes: If-Match / If-None-Match: * on S3 and Azure,
+// ifGenerationMatch (0 to create) on GCS. That is a real compare-and-swap, so a 412 is the race signal and no confirm read is needed.
 // Next to it, `<object>.epoch` remembers the highest epoch ever claimed, so deleting the lease object
 // cannot restart the fence token (#99).
 import { silentLogger, type Logger } from "../../obs/logger.ts";
@@ -19,7 +19,7 @@ import { decodeLease, encodeLease } from "./document.ts";
 import { LeaseWriteError, objectErrorDetail } from "./errors.ts";
 
 export interface ObjectLeaseBackendOptions {
-  kind: "s3_lease" | "gcs_lease";
+  kind: "s3_lease" | "gcs_lease" | "azure_lease";
   /** The lease object. */
   lease: ObjectBackend;
   /** `<lease>.epoch`, in the same bucket. */
@@ -36,7 +36,7 @@ export interface ObjectLeaseBackendOptions {
 const SIDECAR_ROUNDS = 3;
 
 export class ObjectLeaseBackend implements LeaseBackend {
-  readonly kind: "s3_lease" | "gcs_lease";
+  readonly kind: "s3_lease" | "gcs_lease" | "azure_lease";
   readonly where: string;
   readonly confirmDelayMs = 0;
   readonly #lease: ObjectBackend;

@@ -1,17 +1,25 @@
-// Builds an s3_lease or gcs_lease backend on the state layer's own S3 and GCS adapters (same client
-// construction, same SDK-retries-off settings, same error verdicts). Offline: the adapters create
-// their clients on first use, inside `run`.
+// Builds an s3_lease, gcs_lease or azure_lease backend on the state layer's own S3, GCS and Azure
+// adapters (same client construction, same SDK-retries-off settings, same error verdicts). Offline: the
+// adapters create their clients on first use, inside `run`.
 import type { S3ClientConfig } from "@aws-sdk/client-s3";
+import type { StoragePipelineOptions } from "@azure/storage-blob";
 import type { StorageOptions } from "@google-cloud/storage";
 import { ConfigError } from "../../errors.ts";
 import type { Logger } from "../../obs/logger.ts";
+import { AzureBackend } from "../../state/azure/backend.ts";
 import { GcsBackend } from "../../state/gcs-store.ts";
 import { S3Backend } from "../../state/s3-store.ts";
+import type { ObjectBackend } from "../../state/object-backend.ts";
 import type { Clock } from "../../util/clock.ts";
 import type { RetryPolicy } from "../../util/retry.ts";
 import { checkLeaseTiming } from "../settings.ts";
 import { ObjectLeaseBackend } from "./backend.ts";
-import type { GcsLeaseSettings, ObjectLeaseSections, S3LeaseSettings } from "./settings.ts";
+import type {
+  AzureLeaseSettings,
+  GcsLeaseSettings,
+  ObjectLeaseSections,
+  S3LeaseSettings,
+} from "./settings.ts";
 
 export interface ObjectLeaseDeps {
   clock?: Clock;
@@ -21,17 +29,25 @@ export interface ObjectLeaseDeps {
   s3ClientConfig?: Partial<S3ClientConfig>;
   /** Merged over the derived GCS client options (tests only). */
   gcsStorageOptions?: StorageOptions;
+  /** Merged over the derived Azure pipeline options (tests only). */
+  azurePipelineOptions?: StoragePipelineOptions;
 }
+
+export type ObjectLeaseKind = "s3_lease" | "gcs_lease" | "azure_lease";
 
 /** The backend the configured type names, and its section (for the timing and the identity). */
 export function objectLeaseBackend(
-  kind: "s3_lease" | "gcs_lease",
+  kind: ObjectLeaseKind,
   settings: ObjectLeaseSections,
   deps: ObjectLeaseDeps = {},
-): { backend: ObjectLeaseBackend; lease: S3LeaseSettings | GcsLeaseSettings } {
+): { backend: ObjectLeaseBackend; lease: S3LeaseSettings | GcsLeaseSettings | AzureLeaseSettings } {
   if (kind === "s3_lease") {
     const lease = section("s3_lease", settings.s3_lease);
     return { backend: s3LeaseBackend(lease, deps), lease };
+  }
+  if (kind === "azure_lease") {
+    const lease = section("azure_lease", settings.azure_lease);
+    return { backend: azureLeaseBackend(lease, deps), lease };
   }
   const lease = section("gcs_lease", settings.gcs_lease);
   return { backend: gcsLeaseBackend(lease, deps), lease };
@@ -67,10 +83,33 @@ export function gcsLeaseBackend(settings: GcsLeaseSettings, deps: ObjectLeaseDep
   );
 }
 
+export function azureLeaseBackend(
+  settings: AzureLeaseSettings,
+  deps: ObjectLeaseDeps = {},
+): ObjectLeaseBackend {
+  required("azure_lease", "container", settings.container);
+  required("azure_lease", "blob_name", settings.blob_name);
+  const at = (blob_name: string) =>
+    new AzureBackend(
+      { ...settings, blob_name },
+      {
+        configSection: "coordinate.azure_lease",
+        ...(deps.azurePipelineOptions ? { pipelineOptions: deps.azurePipelineOptions } : {}),
+      },
+    );
+  return leaseBackend(
+    "azure_lease",
+    at(settings.blob_name),
+    at(`${settings.blob_name}.epoch`),
+    settings,
+    deps,
+  );
+}
+
 function leaseBackend(
-  kind: "s3_lease" | "gcs_lease",
-  lease: S3Backend | GcsBackend,
-  sidecar: S3Backend | GcsBackend,
+  kind: ObjectLeaseKind,
+  lease: ObjectBackend,
+  sidecar: ObjectBackend,
   settings: { ttl: number },
   deps: ObjectLeaseDeps,
 ): ObjectLeaseBackend {

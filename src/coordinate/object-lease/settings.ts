@@ -1,6 +1,7 @@
-// The `coordinate.s3_lease` and `coordinate.gcs_lease` blocks exactly as the config loader emits them
-// (YAML keys; durations already in ms). The location keys are the state stores' own, so the same
-// S3 or GCS adapter reads them.
+// The `coordinate.s3_lease`, `coordinate.gcs_lease` and `coordinate.azure_lease` blocks exactly as the
+// config loader emits them (YAML keys; durations already in ms). The location keys are the state stores'
+// own, so the same S3, GCS or Azure adapter reads them.
+import type { AzureStateSettings } from "../../state/settings.ts";
 import type { Clock } from "../../util/clock.ts";
 import type { HostInfo } from "../settings.ts";
 
@@ -30,10 +31,14 @@ export interface GcsLeaseSettings extends LeaseTiming {
   endpoint_url?: string | null;
 }
 
-/** The two sections as they sit in `coordinate:`. */
+/** `blob_name` defaults to `sf2loki/leader.lease`. */
+export interface AzureLeaseSettings extends LeaseTiming, AzureStateSettings {}
+
+/** The sections as they sit in `coordinate:`. */
 export interface ObjectLeaseSections {
   s3_lease?: S3LeaseSettings;
   gcs_lease?: GcsLeaseSettings;
+  azure_lease?: AzureLeaseSettings;
 }
 
 /**
