@@ -18,6 +18,13 @@ import type { HarnessFactory, ObjectStoreHarness } from "./helpers/object-store-
 
 const RECOVERED = /applied-but-unacknowledged/;
 
+/** What each backend's access-denied message must tell the operator to grant. */
+const PERMISSION = {
+  s3: /s3:ListBucket/,
+  gcs: /storage\.objects\.delete/,
+  azure: /Storage Blob Data Contributor/,
+};
+
 /** Request indexes of the emulator's recorded writes and reads, in arrival order. */
 function timeline(h: ObjectStoreHarness): string[] {
   return h.emulator.requests.map((r) => (h.writes(r) ? "W" : h.reads(r) ? "R" : "?"));
@@ -277,7 +284,7 @@ export function objectStoreCases(makeHarness: HarnessFactory): void {
     await assert.rejects(h.store().load("k1"), (e: unknown) => {
       assert.ok(e instanceof StateAccessDeniedError);
       assert.match(e.message, new RegExp(escape(h.location)));
-      assert.match(e.message, h.backend === "s3" ? /s3:ListBucket/ : /storage\.objects\.delete/);
+      assert.match(e.message, PERMISSION[h.backend]);
       return true;
     });
     assert.equal(h.emulator.count(h.reads), 1);

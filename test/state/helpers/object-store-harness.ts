@@ -21,7 +21,7 @@ export const BUCKET = "state-bucket";
 export const OBJECT = "sf2loki/state.json";
 
 export interface ObjectStoreHarness {
-  readonly backend: "s3" | "gcs";
+  readonly backend: "s3" | "gcs" | "azure";
   readonly emulator: ObjectStoreEmulatorServer;
   readonly location: string;
   readonly clock: ManualClock;
