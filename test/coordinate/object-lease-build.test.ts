@@ -1,5 +1,5 @@
-// buildCoordinator for s3_lease and gcs_lease: config checks offline, then one real run per backend
-// from the settings alone (the same wiring the daemon uses) against the emulators.
+// buildCoordinator for s3_lease, gcs_lease and azure_lease: config checks offline, then one real run per
+// backend from the settings alone (the same wiring the daemon uses) against the emulators and Azurite.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -7,9 +7,15 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { buildCoordinator, type BuiltCoordinator } from "../../src/coordinate/build.ts";
 import { LeaseCoordinator } from "../../src/coordinate/lease/coordinator.ts";
-import type { GcsLeaseSettings, S3LeaseSettings } from "../../src/coordinate/object-lease/settings.ts";
+import type {
+  AzureLeaseSettings,
+  GcsLeaseSettings,
+  S3LeaseSettings,
+} from "../../src/coordinate/object-lease/settings.ts";
 import type { CoordinateSettings } from "../../src/coordinate/settings.ts";
+import { ConfigError } from "../../src/errors.ts";
 import { ManualClock } from "../../src/util/clock.ts";
+import { Azurite, azuriteConnectionString } from "../support/azurite.ts";
 import { GcsEmulator } from "../support/gcs-emulator.ts";
 import { S3Emulator } from "../support/s3-emulator.ts";
 
@@ -145,4 +151,94 @@ describe("buildCoordinator: s3_lease and gcs_lease", () => {
       assert.equal(emu.getObject(BUCKET, "sf2loki/leader.lease.epoch")?.bytes.toString(), "1\n");
     });
   }
+});
+
+const CONTAINER = "lease-build";
+const LEASE = "sf2loki/leader.lease";
+
+function azureSettings(
+  lease: Partial<AzureLeaseSettings> | undefined,
+): CoordinateSettings & { azure_lease?: AzureLeaseSettings } {
+  const timing = { ttl: 30_000, renew_interval: 10_000, holder_id: "" };
+  return {
+    type: "azure_lease",
+    file_lease: { path: "/shared/leader.lease", ...timing },
+    k8s_lease: {
+      namespace: "default",
+      name: "l",
+      identity: "",
+      lease_duration: 30_000,
+      renew_interval: 10_000,
+    },
+    ...(lease && {
+      azure_lease: {
+        account_url: "https://acme.blob.core.windows.net",
+        container: CONTAINER,
+        blob_name: LEASE,
+        credential: "default",
+        ...timing,
+        ...lease,
+      },
+    }),
+  };
+}
+
+describe("buildCoordinator: azure_lease", () => {
+  let azurite: Azurite;
+
+  before(async () => {
+    azurite = await Azurite.start();
+    azurite.sync.call({
+      op: "create-container",
+      connectionString: azuriteConnectionString(azurite.url),
+      container: CONTAINER,
+      blob: "unused",
+    });
+  });
+  after(() => azurite.stop());
+
+  it("builds offline and names the blob in its fence message", () => {
+    const c = buildCoordinator(azureSettings({ holder_id: "replica-a" }), { host });
+    assert.ok(c instanceof LeaseCoordinator);
+    assert.equal(c.epoch, 0);
+    assert.throws(() => {
+      c.checkFence();
+    }, /replica-a does not hold the lease azure:\/\/acme\/lease-build\/sf2loki\/leader\.lease/);
+  });
+
+  it("refuses a missing section, an empty container or blob name, bad timing, a missing credential", () => {
+    for (const s of [
+      azureSettings(undefined),
+      azureSettings({ container: "" }),
+      azureSettings({ blob_name: " " }),
+      azureSettings({ renew_interval: 15_000 }),
+      azureSettings({ account_url: null }),
+      azureSettings({ credential: "connection_string" }),
+    ]) {
+      assert.throws(() => buildCoordinator(s, { host }), ConfigError);
+    }
+  });
+
+  it("runs from its settings: acquires epoch 1, records the epoch sidecar, then releases on stop", async () => {
+    const connection_string = azuriteConnectionString(azurite.url);
+    const c = buildCoordinator(
+      azureSettings({
+        credential: "connection_string",
+        account_url: null,
+        connection_string,
+        holder_id: "pod-7",
+      }),
+      { host, clock: new ManualClock({ auto: false }) },
+    );
+    assert.deepEqual(await leadOnce(c), ["+", "-"]);
+    assert.equal(c.epoch, 1);
+    const read = (blob: string) =>
+      azurite.sync.call({ op: "get", connectionString: connection_string, container: CONTAINER, blob });
+    const doc = JSON.parse(read(LEASE).body.toString("utf8")) as Record<string, unknown>;
+    assert.deepEqual(
+      { holder: doc.holder, epoch: doc.epoch, ttl_ms: doc.ttl_ms },
+      { holder: "", epoch: 1, ttl_ms: 30_000 },
+    );
+    assert.equal(read(`${LEASE}.epoch`).body.toString("utf8"), "1\n");
+  });
 });

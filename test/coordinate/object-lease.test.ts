@@ -1,21 +1,25 @@
-// The s3_lease and gcs_lease coordinators: the real @aws-sdk/client-s3 and @google-cloud/storage clients,
-// through the state layer's own adapters, against the loopback emulators with faults injected at the wire.
+// The s3_lease, gcs_lease and azure_lease coordinators: the real @aws-sdk/client-s3,
+// @google-cloud/storage and @azure/storage-blob clients, through the state layer's own adapters, against
+// the loopback emulators (Azurite behind the fault proxy for Azure) with faults injected at the wire.
 import assert from "node:assert/strict";
-import { afterEach, beforeEach, describe, it } from "node:test";
+import { after, afterEach, before, beforeEach, describe, it } from "node:test";
 import type { LeaseBackend } from "../../src/coordinate/lease/backend.ts";
 import type { ObjectLeaseBackend } from "../../src/coordinate/object-lease/backend.ts";
 import {
+  azureLeaseBackend,
   gcsLeaseBackend,
   s3LeaseBackend,
   type ObjectLeaseDeps,
 } from "../../src/coordinate/object-lease/build.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { captureLogger } from "../state/helpers/capture-logger.ts";
+import { Azurite, azuriteConnectionString } from "../support/azurite.ts";
+import { AzuriteProxy, blobOf } from "../support/azurite-proxy.ts";
 import { GcsEmulator } from "../support/gcs-emulator.ts";
 import {
   faults,
   type Fault,
-  type InMemoryObjectEmulator,
+  type ObjectStoreEmulatorServer,
   type RecordedRequest,
 } from "../support/object-store-emulator.ts";
 import { S3Emulator } from "../support/s3-emulator.ts";
@@ -27,11 +31,23 @@ const KEY = "sf2loki/leader.lease";
 const SIDECAR = `${KEY}.epoch`;
 const TIMING = { ttl: TTL, renew_interval: RENEW, holder_id: "" };
 
-type Emulator = InMemoryObjectEmulator<{ bytes: Buffer }, unknown>;
+/** The wire (requests, faults) and the stored objects, read and written synchronously behind the replicas' backs. */
+type Emulator = ObjectStoreEmulatorServer & {
+  getObject(bucket: string, name: string): { bytes: Buffer } | undefined;
+  putObject(bucket: string, name: string, bytes: Buffer | string): string;
+  deleteObject(bucket: string, name: string): void;
+};
+
+/** One Azurite for the file; each azure_lease test starts from an empty container. */
+let azurite: Azurite | undefined;
+before(async () => {
+  azurite = await Azurite.start();
+});
+after(() => azurite?.stop());
 
 /** What differs between S3 and GCS: the emulator, the backend, and how a request names its object. */
 interface Flavour {
-  name: "s3" | "gcs";
+  name: "s3" | "gcs" | "azure";
   /** A fresh emulator, and the lease object's current ETag or generation. */
   emulator: () => { emu: Emulator; token: () => string | undefined };
   backend: (url: string, replica: string, deps: ObjectLeaseDeps) => ObjectLeaseBackend;
@@ -82,6 +98,33 @@ const flavours: Flavour[] = [
     },
     accessDenied: { kind: "error", status: 403, code: "forbidden" },
     permission: /storage\.objects\.get/,
+  },
+  {
+    name: "azure",
+    emulator: () => {
+      assert.ok(azurite, "Azurite started in before()");
+      const emu = new AzuriteProxy(azurite);
+      emu.createContainer(BUCKET);
+      emu.deleteObject(BUCKET, KEY);
+      emu.deleteObject(BUCKET, SIDECAR);
+      return { emu, token: () => emu.getObject(BUCKET, KEY)?.etag };
+    },
+    backend: (url, _replica, deps) =>
+      azureLeaseBackend(
+        {
+          container: BUCKET,
+          blob_name: KEY,
+          credential: "connection_string",
+          connection_string: azuriteConnectionString(url),
+          ...TIMING,
+        },
+        deps,
+      ),
+    objectOf: (req) => blobOf(req)?.blob,
+    isWrite: (req) => req.method === "PUT",
+    preconditionOf: (req) => (req.headers["if-none-match"] === "*" ? "create" : req.headers["if-match"]),
+    accessDenied: { kind: "error", status: 403, code: "AuthorizationPermissionMismatch" },
+    permission: /Storage Blob Data Contributor/,
   },
 ];
 

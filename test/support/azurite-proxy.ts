@@ -130,7 +130,7 @@ export class AzuriteProxy extends ObjectStoreEmulatorServer {
   }
 
   /** The blob's bytes and ETag as Azurite holds them now; undefined when absent. */
-  getBlob(container: string, blob: string): { bytes: Buffer; etag: string } | undefined {
+  getObject(container: string, blob: string): { bytes: Buffer; etag: string } | undefined {
     const answer = this.#blobCall("get", container, blob);
     if (answer.status === 404) return undefined;
     this.#expect(answer, [200], `read ${blob}`);
@@ -138,7 +138,7 @@ export class AzuriteProxy extends ObjectStoreEmulatorServer {
   }
 
   /** An unconditional upload by someone else; returns the new ETag. */
-  putBlob(container: string, blob: string, bytes: Buffer | string): string {
+  putObject(container: string, blob: string, bytes: Buffer | string): string {
     const answer = this.#sync.call({
       op: "put",
       connectionString: this.#direct,
@@ -150,7 +150,7 @@ export class AzuriteProxy extends ObjectStoreEmulatorServer {
     return single(answer.headers.etag);
   }
 
-  deleteBlob(container: string, blob: string): void {
+  deleteObject(container: string, blob: string): void {
     this.#expect(this.#blobCall("delete", container, blob), [202], `delete ${blob}`);
   }
 

@@ -40,8 +40,8 @@ export function azureHarness(azurite: () => Azurite): HarnessFactory {
       credential: "connection_string",
       connection_string: proxy.connectionString,
     };
-    const stored = () => proxy.getBlob(container, OBJECT);
-    const write = (bytes: Buffer | string) => void proxy.putBlob(container, OBJECT, bytes);
+    const stored = () => proxy.getObject(container, OBJECT);
+    const write = (bytes: Buffer | string) => void proxy.putObject(container, OBJECT, bytes);
     return {
       backend: "azure",
       emulator: proxy,
@@ -66,7 +66,7 @@ export function azureHarness(azurite: () => Azurite): HarnessFactory {
         }),
       otherDeleterFirst: () =>
         faults.before(() => {
-          proxy.deleteBlob(container, OBJECT);
+          proxy.deleteObject(container, OBJECT);
         }),
       preconditionOf: (req) => (req.headers["if-none-match"] === "*" ? "create" : req.headers["if-match"]),
     };
