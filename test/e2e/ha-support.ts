@@ -13,6 +13,8 @@ import { setTimeout as delay } from "node:timers/promises";
 import { stringify } from "yaml";
 import { deepMerge } from "../../src/config/env.ts";
 import { DEMO_TOPICS, startDemoWorld, type DemoWorld } from "../../src/sim/demo-world.ts";
+import { Azurite } from "../support/azurite.ts";
+import { AzuriteProxy } from "../support/azurite-proxy.ts";
 import { GcsEmulator } from "../support/gcs-emulator.ts";
 import { K8sEmulator } from "../support/k8s-emulator.ts";
 import { S3Emulator } from "../support/s3-emulator.ts";
@@ -417,7 +419,7 @@ export class LokiAckGate {
 
 // ---- the three pairings ----------------------------------------------------------------------------
 
-export type PairingKind = "file_lease + file" | "s3_lease + s3" | "k8s_lease + gcs";
+export type PairingKind = "file_lease + file" | "s3_lease + s3" | "k8s_lease + gcs" | "azure_lease + azure";
 
 export interface Pairing {
   readonly kind: PairingKind;
@@ -487,6 +489,27 @@ async function startPairing(
           AWS_SECRET_ACCESS_KEY: "ha-test",
           AWS_EC2_METADATA_DISABLED: "true",
         },
+      });
+  } else if (kind === "azure_lease + azure") {
+    // Azurite behind the recording proxy: every checkpoint upload Azurite applied, in order.
+    const azurite = await Azurite.start();
+    closers.push(() => azurite.stop());
+    const proxy = new AzuriteProxy(azurite);
+    await proxy.start();
+    closers.push(() => proxy.close());
+    proxy.createContainer(BUCKET);
+    const secret = join(dir, "azure-connection-string");
+    writeFileSync(secret, proxy.connectionString);
+    const location = { container: BUCKET, credential: "connection_string", connection_string_file: secret };
+    checkpoints = () =>
+      proxy.writes.filter((w) => w.blob === STATE_KEY).map((w) => parseCheckpoints(w.bytes));
+    overrides = (name) =>
+      Promise.resolve({
+        tree: {
+          coordinate: { type: "azure_lease", azure_lease: { ...location, holder_id: name, ...TIMING } },
+          state: { store: "azure", azure: { ...location, blob_name: STATE_KEY } },
+        },
+        env: {},
       });
   } else {
     const gcs = new GcsEmulator({ buckets: [BUCKET] });
