@@ -67,6 +67,8 @@ export interface ObjectStoreHints {
   permissions: string;
   /** What a persistent in-progress-write collision looks like on this backend; S3's 409 when unset. */
   busyCause?: string;
+  /** What holds the object, as the backend calls it; `bucket` when unset (Azure: `container`). */
+  scope?: string;
 }
 
 const TWO_WRITERS =
@@ -139,7 +141,7 @@ export const stateErrors = {
   accessDenied(hints: ObjectStoreHints, op: string, cause: unknown): StateAccessDeniedError {
     return new StateAccessDeniedError(
       `${op} on ${hints.location} was refused (access denied): grant the sf2loki identity ${hints.permissions} ` +
-        `on that bucket, and check the credentials it runs with.`,
+        `on that ${hints.scope ?? "bucket"}, and check the credentials it runs with.`,
       { cause },
     );
   },

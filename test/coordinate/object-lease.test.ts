@@ -124,7 +124,7 @@ const flavours: Flavour[] = [
     isWrite: (req) => req.method === "PUT",
     preconditionOf: (req) => (req.headers["if-none-match"] === "*" ? "create" : req.headers["if-match"]),
     accessDenied: { kind: "error", status: 403, code: "AuthorizationPermissionMismatch" },
-    permission: /Storage Blob Data Contributor/,
+    permission: /Storage Blob Data Contributor role .* on that container/,
   },
 ];
 

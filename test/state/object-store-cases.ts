@@ -22,7 +22,7 @@ const RECOVERED = /applied-but-unacknowledged/;
 const PERMISSION = {
   s3: /s3:ListBucket/,
   gcs: /storage\.objects\.delete/,
-  azure: /Storage Blob Data Contributor/,
+  azure: /Storage Blob Data Contributor role .* on that container/,
 };
 
 /** Request indexes of the emulator's recorded writes and reads, in arrival order. */

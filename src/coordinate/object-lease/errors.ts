@@ -19,6 +19,6 @@ export class LeaseWriteError extends Sf2LokiError {
 export function objectErrorDetail(hints: ObjectStoreHints, verdict: ErrorClass, err: unknown): string {
   const detail = describeError(err);
   return verdict === "access-denied"
-    ? `access denied: ${detail}; grant the sf2loki identity ${hints.permissions} on that bucket`
+    ? `access denied: ${detail}; grant the sf2loki identity ${hints.permissions} on that ${hints.scope ?? "bucket"}`
     : detail;
 }

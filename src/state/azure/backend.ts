@@ -37,8 +37,9 @@ export class AzureBackend implements ObjectBackend {
         `az storage blob delete --account-name ${account} --container-name ${container} --name ${blob}` +
         (settings.credential === "default" ? " --auth-mode login" : ""),
       permissions:
-        "the Storage Blob Data Contributor role (blob read and write) on the container, or a connection " +
-        "string whose key or SAS allows read, create and write",
+        "the Storage Blob Data Contributor role (or, with a connection string, an account key or a SAS " +
+        "allowing read, create and write)",
+      scope: "container",
       busyCause: "409 Conflict, or a blob lease held by another client",
     };
   }
