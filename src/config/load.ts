@@ -144,7 +144,8 @@ function resolveSalesforce(sf: SalesforceConfig, prefix: string): SalesforceConf
 
 /**
  * The connection string is read only where it is used (the block is the configured backend and its
- * credential is connection_string), so switching backends never trips over a stale file; there it must resolve.
+ * credential is connection_string), so switching backends never trips over a stale file. A missing one
+ * is reported where the client is built, for every caller alike.
  */
 function resolveAzure<T extends AzureSecret>(azure: T, section: string, inUse: boolean): T {
   if (!inUse || azure.credential !== "connection_string") return { ...azure, connection_string: null };
@@ -153,13 +154,7 @@ function resolveAzure<T extends AzureSecret>(azure: T, section: string, inUse: b
     azure.connection_string_file,
     `${section}.connection_string`,
   );
-  if (value === undefined) {
-    throw new ConfigError(
-      `${section}.credential is 'connection_string' but neither ${section}.connection_string nor ` +
-        `${section}.connection_string_file is set; set one, or use credential: default with account_url`,
-    );
-  }
-  return { ...azure, connection_string: value };
+  return { ...azure, connection_string: value ?? null };
 }
 
 function usesHash(sources: SourcesConfig): boolean {

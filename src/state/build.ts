@@ -36,9 +36,10 @@ export function buildStore(state: StateSettings, opts: BuildStoreOptions = {}): 
       return new GcsCheckpointStore(state.gcs, common);
     case "azure": {
       const azure = state.azure;
-      required("state.azure.container", azure?.container, "azure");
-      required("state.azure.blob_name", azure?.blob_name, "azure");
-      return new AzureCheckpointStore(azure as NonNullable<typeof azure>, common);
+      if (!azure) throw new ConfigError("state.store is 'azure' but the state.azure section is missing");
+      required("state.azure.container", azure.container, "azure");
+      required("state.azure.blob_name", azure.blob_name, "azure");
+      return new AzureCheckpointStore(azure, common);
     }
     default:
       throw new ConfigError(

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import { validateConfig } from "../../src/config/load.ts";
 import { ConfigError } from "../../src/errors.ts";
+import { buildStore } from "../../src/state/build.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";
 
 const dir = tempDir();
@@ -92,12 +93,17 @@ describe("state.azure", () => {
     assert.match(message, /state\.azure\.account_url: credential 'connection_string' takes the endpoint/);
   });
 
-  test("credential connection_string with neither the string nor its file is a config error", () => {
-    assert.match(
-      configError({
-        state: { store: "azure", azure: { container: "sf2loki", credential: "connection_string" } },
-      }),
-      /state\.azure\.credential is 'connection_string' but neither state\.azure\.connection_string nor state\.azure\.connection_string_file is set/,
+  test("credential connection_string with neither the string nor its file: a config error when wired", () => {
+    const c = validateConfig(
+      tree({ state: { store: "azure", azure: { container: "sf2loki", credential: "connection_string" } } }),
+    );
+    assert.throws(
+      () => buildStore(c.state),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        /state\.azure\.credential is 'connection_string' but neither state\.azure\.connection_string nor state\.azure\.connection_string_file is set/.test(
+          err.message,
+        ),
     );
   });
 
