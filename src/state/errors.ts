@@ -122,8 +122,9 @@ export const stateErrors = {
   busy(hints: ObjectStoreHints, op: string, attempts: number, cause: unknown): StateStoreConflictError {
     return new StateStoreConflictError(
       `${op} on ${hints.location} kept colliding with another in-progress conditional write to the same object ` +
-        `(${hints.busyCause ?? "409 ConditionalRequestConflict"}, ${attempts} attempts); another writer is probably using this state ` +
-        `object: ${TWO_WRITERS}. Point each instance at its own ${hints.noun} (${hints.configKey}).`,
+        `(${hints.busyCause ?? "409 ConditionalRequestConflict"}, ${attempts} attempts); another writer is ` +
+        `probably using this state object: ${TWO_WRITERS}. Point each instance at its own ${hints.noun} ` +
+        `(${hints.configKey}).`,
       { cause },
     );
   },

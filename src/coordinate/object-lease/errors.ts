@@ -18,7 +18,7 @@ export class LeaseWriteError extends Sf2LokiError {
 /** The error itself, plus what to grant when the store refused our credentials. */
 export function objectErrorDetail(hints: ObjectStoreHints, verdict: ErrorClass, err: unknown): string {
   const detail = describeError(err);
-  return verdict === "access-denied"
-    ? `access denied: ${detail}; grant the sf2loki identity ${hints.permissions} on that ${hints.scope ?? "bucket"}`
-    : detail;
+  if (verdict !== "access-denied") return detail;
+  const scope = hints.scope ?? "bucket";
+  return `access denied: ${detail}; grant the sf2loki identity ${hints.permissions} on that ${scope}`;
 }
