@@ -45,11 +45,13 @@ export class AzureBackend implements ObjectBackend {
   }
 
   #blob(): Promise<BlockBlobClient> {
-    const client = (this.#client ??= azureBlobClient(this.#settings, this.#section, this.#pipeline));
+    if (this.#client) return this.#client;
+    const client = azureBlobClient(this.#settings, this.#section, this.#pipeline);
     // A failed build (a credential module that cannot load) is not cached: the next call tries again.
     client.catch(() => {
       if (this.#client === client) this.#client = undefined;
     });
+    this.#client = client;
     return client;
   }
 
