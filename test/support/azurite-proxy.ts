@@ -32,6 +32,8 @@ export function blobOf(req: RecordedRequest): { container: string; blob: string 
 
 class ForwardingProtocol implements ObjectStoreProtocol {
   readonly writes: AppliedWrite[] = [];
+  /** Set when the proxy closes: a request still held by a latency fault must not reach Azurite then. */
+  closed = false;
   readonly #sync: AzuriteSync;
   readonly #target: string;
 
@@ -41,6 +43,7 @@ class ForwardingProtocol implements ObjectStoreProtocol {
   }
 
   handle(req: RecordedRequest): EmulatorResponse {
+    if (this.closed) return { status: 502, body: "the proxy is closed" };
     const query = req.query.toString();
     const answer = this.#sync.call({
       op: "raw",
@@ -123,6 +126,11 @@ export class AzuriteProxy extends ObjectStoreEmulatorServer {
   /** Every blob upload Azurite applied through the proxy (faulted answers included). */
   get writes(): readonly AppliedWrite[] {
     return this.#protocol.writes;
+  }
+
+  override async close(): Promise<void> {
+    this.#protocol.closed = true;
+    await super.close();
   }
 
   createContainer(container: string): void {

@@ -22,6 +22,7 @@ export class AzuriteSync {
   readonly #worker: Worker;
   readonly #port: MessagePort;
   readonly #flag = new Int32Array(new SharedArrayBuffer(4));
+  #closed = false;
 
   constructor() {
     const { port1, port2 } = new MessageChannel();
@@ -34,6 +35,7 @@ export class AzuriteSync {
   }
 
   call(call: SyncCall): SyncAnswer {
+    if (this.#closed) throw new Error(`Azurite was stopped; cannot ${call.op}`);
     Atomics.store(this.#flag, 0, 0);
     this.#worker.postMessage(call);
     if (Atomics.wait(this.#flag, 0, 0, CALL_TIMEOUT_MS) === "timed-out") {
@@ -46,6 +48,7 @@ export class AzuriteSync {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     this.#port.close();
     await this.#worker.terminate();
   }
