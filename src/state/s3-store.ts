@@ -17,13 +17,34 @@ import { TRANSIENT_CODES, isNetworkError, isTransientStatus } from "./transient.
 export interface S3StoreOptions extends ObjectStoreOptions {
   /** Merged over the derived client config (tests pass static credentials; operators never need it). */
   clientConfig?: Partial<S3ClientConfig>;
+  /** Per-request deadlines (tests shorten them); defaults S3_DEADLINES. */
+  deadlines?: S3Deadlines;
 }
 
-const REQUEST_TIMEOUT_MS = 30_000;
-const CONNECT_TIMEOUT_MS = 10_000;
+/**
+ * Every S3 request ends: a connection must open within `connectMs`, a response must begin within
+ * `requestMs` (an error, not the SDK's default warning, hence throwOnRequestTimeout), and a socket
+ * that sends nothing for `socketIdleMs` is dropped, which also bounds a body that stops mid-transfer
+ * (the request deadline ends when the headers arrive). A timed-out request is transient: the
+ * object-store retry loop tries again on a fresh connection.
+ */
+export interface S3Deadlines {
+  connectMs: number;
+  requestMs: number;
+  socketIdleMs: number;
+}
+
+export const S3_DEADLINES: Readonly<S3Deadlines> = {
+  connectMs: 10_000,
+  requestMs: 30_000,
+  socketIdleMs: 20_000,
+};
 
 /** The client config the settings imply; exported so `doctor` can build the same client. */
-export function s3ClientConfig(settings: S3StateSettings): S3ClientConfig {
+export function s3ClientConfig(
+  settings: S3StateSettings,
+  deadlines: S3Deadlines = S3_DEADLINES,
+): S3ClientConfig {
   const endpoint = settings.endpoint_url ?? undefined;
   const region = settings.region ?? (endpoint ? "us-east-1" : undefined);
   return {
@@ -38,7 +59,12 @@ export function s3ClientConfig(settings: S3StateSettings): S3ClientConfig {
       : { followRegionRedirects: true }),
     forcePathStyle: settings.force_path_style ?? Boolean(endpoint),
     maxAttempts: 1,
-    requestHandler: { requestTimeout: REQUEST_TIMEOUT_MS, connectionTimeout: CONNECT_TIMEOUT_MS },
+    requestHandler: {
+      connectionTimeout: deadlines.connectMs,
+      requestTimeout: deadlines.requestMs,
+      throwOnRequestTimeout: true,
+      socketTimeout: deadlines.socketIdleMs,
+    },
   };
 }
 
@@ -54,9 +80,9 @@ export class S3Backend implements ObjectBackend {
   readonly #config: S3ClientConfig;
   #client: S3Client | undefined;
 
-  constructor(settings: S3StateSettings, overrides: Partial<S3ClientConfig> = {}) {
+  constructor(settings: S3StateSettings, overrides: Partial<S3ClientConfig> = {}, deadlines?: S3Deadlines) {
     this.#settings = settings;
-    this.#config = { ...s3ClientConfig(settings), ...overrides };
+    this.#config = { ...s3ClientConfig(settings, deadlines), ...overrides };
     const location = `s3://${settings.bucket}/${settings.key}`;
     const endpointFlag = settings.endpoint_url ? ` --endpoint-url ${settings.endpoint_url}` : "";
     this.hints = {
@@ -134,6 +160,6 @@ function isNotFound(err: unknown): boolean {
 
 export class S3CheckpointStore extends ObjectCheckpointStore {
   constructor(settings: S3StateSettings, opts: S3StoreOptions = {}) {
-    super(new S3Backend(settings, opts.clientConfig), opts);
+    super(new S3Backend(settings, opts.clientConfig, opts.deadlines), opts);
   }
 }

@@ -5,7 +5,7 @@
 // loopback server (S3/GCS/k8s emulators, Loki receiver, simulated org) and point the client at
 // `proxy.port`.
 //
-//   const proxy = await TcpFaultProxy.start(emulatorPort);
+//   const proxy = await TcpFaultProxy.start(emulator.url);  // or a port; clients use proxy.url/.port
 //   proxy.blackhole();            // established connections go silent; new ones are accepted, silent
 //   proxy.heal();                 // new connections forward; the silenced ones stay dead
 //   proxy.heal({ revive: true }); // ...or the silenced ones resume, nothing lost (TCP retransmits)
@@ -64,9 +64,12 @@ export class TcpFaultProxy {
   #closed = false;
   #stats = { accepted: 0, refused: 0, reset: 0, dead: 0, bytesUp: 0, bytesDown: 0 };
 
-  /** Starts a proxy on 127.0.0.1 (an ephemeral port) in front of `targetPort`. */
-  static async start(target: number | TcpFaultProxyOptions): Promise<TcpFaultProxy> {
-    const proxy = new TcpFaultProxy(typeof target === "number" ? { targetPort: target } : target);
+  /**
+   * Starts a proxy on 127.0.0.1 (an ephemeral port) in front of a port, or of an
+   * `http://127.0.0.1:<port>` URL such as an emulator's `url`.
+   */
+  static async start(target: number | string | TcpFaultProxyOptions): Promise<TcpFaultProxy> {
+    const proxy = new TcpFaultProxy(targetOf(target));
     await proxy.#listen();
     return proxy;
   }
@@ -84,6 +87,11 @@ export class TcpFaultProxy {
   /** The port clients connect to. */
   get port(): number {
     return this.#port;
+  }
+
+  /** `127.0.0.1:<port>`, for gRPC targets. */
+  get endpoint(): string {
+    return `127.0.0.1:${String(this.#port)}`;
   }
 
   /** `http://127.0.0.1:<port>`, for HTTP clients. */
@@ -277,6 +285,15 @@ export class TcpFaultProxy {
     }
     if (conn.client.destroyed && conn.upstream?.destroyed !== false) this.#conns.delete(conn);
   }
+}
+
+function targetOf(target: number | string | TcpFaultProxyOptions): TcpFaultProxyOptions {
+  if (typeof target === "number") return { targetPort: target };
+  if (typeof target === "string") {
+    const url = new URL(target);
+    return { targetPort: Number(url.port), targetHost: url.hostname };
+  }
+  return target;
 }
 
 function ignore(): void {
