@@ -88,6 +88,12 @@ const pubsub = section(
       "CUSTOM",
       "Where a topic starts: CUSTOM resumes from the stored replay id (LATEST when none is stored).",
     ),
+    invalid_checkpoint: oneOf(
+      ["earliest", "latest"],
+      "earliest",
+      "When a stored replay id cannot be used (not a replay id, or Salesforce rejects it as corrupted or " +
+        "expired): earliest replays the topic's retention (duplicates, no gap); latest skips to new events (a gap).",
+    ),
     topics: strList(
       "Topics to subscribe to; `*` discovers the org's *EventStream channels.",
       [],

@@ -1,12 +1,19 @@
 // The Pub/Sub source's slice of the config (snake_case exactly as in the YAML) and the org it runs for.
 import type { ReplayPresetName } from "../salesforce/pubsub/proto.ts";
 
+export type InvalidCheckpointPolicy = "earliest" | "latest";
+
 export interface PubSubSettings {
   enabled: boolean;
   endpoint: string;
   /** Credits per FetchRequest, 1..100. */
   default_num_requested: number;
   replay_preset: ReplayPresetName;
+  /**
+   * Where a topic resumes when its stored position cannot be used; default `earliest`: duplicates
+   * bounded by the topic's retention are recoverable, a gap is not.
+   */
+  invalid_checkpoint?: InvalidCheckpointPolicy;
   /** Explicit topics and/or the `*` discovery marker. */
   topics: string[];
   include: string[];

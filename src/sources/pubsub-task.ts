@@ -180,11 +180,15 @@ export class TopicTask {
         this.#replayId = id;
         this.#preset = "CUSTOM";
       } else {
+        // A position was stored and is lost: whatever the configured preset, only the operator's
+        // invalid_checkpoint choice decides between duplicates (EARLIEST) and a gap (LATEST).
+        this.#preset = this.#fallback();
         const shownKey = this.#c.org.name ? `org=${this.#c.org.name}:${this.#key}` : this.#key;
         this.#c.m.checkpointLoadErrors.add(1, { source: "pubsub" });
         this.#c.log.error(
-          { topic: this.#topic, key: shownKey },
-          `checkpoint ${shownKey} holds a corrupt replay id (${JSON.stringify(stored.slice(0, 40))}); subscribing with ${configured} instead, so events since the lost position may be missing; remove it with: sf2loki state delete '${shownKey}'`,
+          { topic: this.#topic, key: shownKey, preset: this.#preset },
+          `checkpoint ${shownKey} holds ${JSON.stringify(stored.slice(0, 40))}, which is not a replay id; ` +
+            `subscribing with ${this.#preset}: ${this.#fallbackConsequence()}`,
         );
       }
     }
@@ -192,6 +196,19 @@ export class TopicTask {
       { topic: this.#topic, preset: this.#preset, resuming: this.#replayId !== undefined },
       "subscribing",
     );
+  }
+
+  /** The preset that replaces a stored position that cannot be used. */
+  #fallback(): "EARLIEST" | "LATEST" {
+    return this.#c.settings.invalid_checkpoint === "latest" ? "LATEST" : "EARLIEST";
+  }
+
+  /** What the fallback costs, and the key that chooses the other one; for the ERROR line. */
+  #fallbackConsequence(): string {
+    const key = `${this.#c.org.name ? `org ${this.#c.org.name}'s ` : ""}sources.pubsub.invalid_checkpoint`;
+    return this.#fallback() === "EARLIEST"
+      ? `events up to the topic's retention (72 h) are redelivered, none is skipped; set ${key}: latest to skip to new events instead`
+      : `events since the lost position are skipped (${key} is latest); set it to earliest to redeliver them instead`;
   }
 
   #classify(err: unknown): void {
@@ -217,12 +234,12 @@ export class TopicTask {
       return;
     }
     m.replayFallbacks.add(1, this.#attrs);
-    log.error(
-      { topic: this.#topic, err: what },
-      "stored replay id rejected as corrupted or expired; resubscribing from EARLIEST: events may be missing and up to 72 h may be redelivered",
-    );
     this.#replayId = undefined;
-    this.#preset = "EARLIEST";
+    this.#preset = this.#fallback();
+    log.error(
+      { topic: this.#topic, err: what, preset: this.#preset },
+      `stored replay id rejected as corrupted or expired; resubscribing from ${this.#preset}: ${this.#fallbackConsequence()}`,
+    );
   }
 
   /** Transform, sample, then shape; a dropped or sampled-out event still carries its replay id. */

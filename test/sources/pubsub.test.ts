@@ -158,24 +158,51 @@ describe("PubSubSource entries", () => {
     assert.deepEqual(ofTopic(await pending, LOGIN), range(41, 45));
   });
 
-  it("reports a corrupt stored replay id with its key and the delete command, then follows the preset", async (t) => {
-    const sim = await simOrg(t, { eventsPerTopic: 20 });
+  it("a stored checkpoint that is not a replay id resubscribes EARLIEST under CUSTOM: every retained event, 0 skipped", async (t) => {
+    const sim = await simOrg(t, { eventsPerTopic: 100 });
     const { source, m, logs } = sourceFor(
       sim,
-      { replay_preset: "EARLIEST" },
+      { replay_preset: "CUSTOM" },
       { org: { name: "prod", environment: "production" } },
     );
     const state = stateOf({ [`pubsub:${LOGIN}`]: "not*base64" });
 
-    const all = await collect(t, source, state, (a) => real(a).length >= 20);
+    const all = await collect(t, source, state, (a) => real(a).length >= 100);
 
-    assert.deepEqual(ofTopic(all, LOGIN), range(1, 20));
+    assert.deepEqual(ofTopic(all, LOGIN), range(1, 100));
     const errors = logs.records.filter((r) => r.level === 50);
     assert.equal(errors.length, 1);
     assert.equal(errors[0]!.key, `org=prod:pubsub:${LOGIN}`);
-    assert.match(String(errors[0]!.msg), /sf2loki state delete 'org=prod:pubsub:\/event\/LoginEventStream'/);
-    assert.match(String(errors[0]!.msg), /subscribing with EARLIEST/);
+    assert.equal(errors[0]!.preset, "EARLIEST");
+    const msg = String(errors[0]!.msg);
+    assert.match(msg, /"not\*base64", which is not a replay id/, "says what was found");
+    assert.match(msg, /subscribing with EARLIEST/);
+    assert.match(
+      msg,
+      /set org prod's sources\.pubsub\.invalid_checkpoint: latest/,
+      "names the key for the gap",
+    );
     assert.equal(await m.value("sf2loki_checkpoint_load_errors", { source: "pubsub" }), 1);
+  });
+
+  it("the same holds whatever replay_preset says, and for a checkpoint that decodes to nothing", async (t) => {
+    const sim = await simOrg(t, { eventsPerTopic: 30 });
+    const { source, logs } = sourceFor(sim, { replay_preset: "LATEST" });
+    const state = stateOf({ [`pubsub:${LOGIN}`]: "" });
+    const all = await collect(t, source, state, (a) => real(a).length >= 30);
+    assert.deepEqual(ofTopic(all, LOGIN), range(1, 30));
+    assert.match(logs.messages(50)[0] ?? "", /subscribing with EARLIEST/);
+  });
+
+  it("invalid_checkpoint: latest lets an operator prefer the gap, and says so", async (t) => {
+    const sim = await simOrg(t, { eventsPerTopic: 40, keepaliveMs: 20 });
+    const { source, logs } = sourceFor(sim, { replay_preset: "CUSTOM", invalid_checkpoint: "latest" });
+    const state = stateOf({ [`pubsub:${LOGIN}`]: "garbage!" });
+    const all = await collect(t, source, state, (a) => a.length >= 1);
+    assert.deepEqual(real(all), [], "nothing retained is replayed");
+    assert.equal(seqOf(all[0]!), 40, "the first position is the newest event");
+    const msg = logs.messages(50)[0] ?? "";
+    assert.match(msg, /subscribing with LATEST: events since the lost position are skipped/);
   });
 
   it("retries a failing checkpoint load instead of giving up (#45)", async (t) => {
@@ -310,6 +337,24 @@ describe("PubSubSource recovery", () => {
     assert.deepEqual(ofTopic(all, LOGIN), range(1, 60));
     assert.equal(await m.value("sf2loki_pubsub_replay_fallbacks", { topic: LOGIN }), 1);
     assert.ok(logs.messages(50).some((msg) => /resubscribing from EARLIEST/.test(msg)));
+  });
+
+  it("with invalid_checkpoint: latest, a rejected replay id resubscribes LATEST instead", async (t) => {
+    const sim = await simOrg(t, { eventsPerTopic: 60, keepaliveMs: 20 });
+    sim.faults.rejectNextCustom();
+    const { source, m, logs } = sourceFor(sim, { replay_preset: "CUSTOM", invalid_checkpoint: "latest" });
+    const state = stateOf({ [`pubsub:${LOGIN}`]: replayIdFromSequence(50).toString("base64") });
+
+    const all = await collect(t, source, state, (a) => a.length >= 1);
+
+    assert.deepEqual(real(all), []);
+    assert.equal(seqOf(all[0]!), 60);
+    assert.equal(await m.value("sf2loki_pubsub_replay_fallbacks", { topic: LOGIN }), 1);
+    assert.ok(
+      logs
+        .messages(50)
+        .some((msg) => /resubscribing from LATEST: events since the lost position are skipped/.test(msg)),
+    );
   });
 
   it("treats a missing trailer like a confirmed corruption (legacy heuristic)", async (t) => {
