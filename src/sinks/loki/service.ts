@@ -11,8 +11,18 @@ import { AuthFailureLog } from "./auth-failures.ts";
 import { MAX_ATTEMPTS, lokiRetryPolicy, parseRetryAfter } from "./retry-policy.ts";
 import type { EncodedRequest } from "./request.ts";
 
-export const CONNECT_TIMEOUT_MS = 10_000;
-export const RESPONSE_TIMEOUT_MS = 30_000;
+/**
+ * Every push ends: a connection opens within `connectMs`; the response headers arrive within
+ * `responseMs` of the request being sent, and the body never goes `responseMs` without a byte. A
+ * connection that died silently therefore costs one `responseMs`, then the attempt is retried
+ * (undici drops the timed-out socket, so the retry opens a fresh one).
+ */
+export interface LokiDeadlines {
+  connectMs: number;
+  responseMs: number;
+}
+
+export const LOKI_DEADLINES: Readonly<LokiDeadlines> = { connectMs: 10_000, responseMs: 30_000 };
 const DETAIL_MAX_BYTES = 2048;
 
 /** Loki refused the payload itself (400/413): the caller isolates the poison entries. */
@@ -36,11 +46,11 @@ class TransientAttemptError extends Error {
 }
 
 /** A Pool with keep-alive for the push URL's origin and the spec's timeouts. */
-export function createLokiPool(origin: string): Pool {
+export function createLokiPool(origin: string, deadlines: LokiDeadlines = LOKI_DEADLINES): Pool {
   return new Pool(origin, {
-    connect: { timeout: CONNECT_TIMEOUT_MS },
-    headersTimeout: RESPONSE_TIMEOUT_MS,
-    bodyTimeout: RESPONSE_TIMEOUT_MS,
+    connect: { timeout: deadlines.connectMs },
+    headersTimeout: deadlines.responseMs,
+    bodyTimeout: deadlines.responseMs,
     keepAliveTimeout: 30_000,
   });
 }
@@ -69,15 +79,19 @@ export interface LokiServiceOptions {
   clock: Clock;
   logger: Logger;
   bytesPushed: Counter;
+  /** Defaults LOKI_DEADLINES; also applied per request, so an injected dispatcher gets them too. */
+  deadlines?: LokiDeadlines;
 }
 
 export class LokiService {
   readonly #opts: LokiServiceOptions;
   readonly #path: string;
   readonly #authLog: AuthFailureLog;
+  readonly #responseMs: number;
 
   constructor(opts: LokiServiceOptions) {
     this.#opts = opts;
+    this.#responseMs = (opts.deadlines ?? LOKI_DEADLINES).responseMs;
     this.#path = opts.url.pathname + opts.url.search;
     this.#authLog = new AuthFailureLog(opts.logger, opts.where);
   }
@@ -128,8 +142,8 @@ export class LokiService {
         method: "POST",
         headers: { ...request.headers, ...this.#opts.authHeaders, "user-agent": "sf2loki" },
         body: request.body,
-        headersTimeout: RESPONSE_TIMEOUT_MS,
-        bodyTimeout: RESPONSE_TIMEOUT_MS,
+        headersTimeout: this.#responseMs,
+        bodyTimeout: this.#responseMs,
         signal: signal ?? null,
       });
     } catch (err) {

@@ -11,7 +11,7 @@ import { guardStaticLabels, renderLabels } from "./labels.ts";
 import { capLines } from "./line-cap.ts";
 import { createLokiSinkMetrics, type LokiSinkMetrics } from "./metrics.ts";
 import { encodeRequest } from "./request.ts";
-import { LokiRejectedError, LokiService, createLokiPool } from "./service.ts";
+import { LokiRejectedError, LokiService, createLokiPool, type LokiDeadlines } from "./service.ts";
 import { wireFormatOf, type LokiSinkSettings, type WireFormat } from "./settings.ts";
 
 export interface LokiSinkDeps {
@@ -20,6 +20,8 @@ export interface LokiSinkDeps {
   meter?: Meter;
   /** An injected dispatcher is the caller's to close; otherwise the sink owns a keep-alive Pool. */
   dispatcher?: Dispatcher;
+  /** Push deadlines (tests shorten them); default LOKI_DEADLINES. */
+  deadlines?: LokiDeadlines;
 }
 
 /** Parses the push URL; userinfo is refused so credentials never ride in a logged URL (upstream #125). */
@@ -75,7 +77,7 @@ export class LokiSink implements Sink {
     this.#maxLineBytes = settings.batch.max_line_bytes;
     this.#clock = deps.clock ?? systemClock;
     this.#metrics = createLokiSinkMetrics(deps.meter ?? metrics.getMeter("sf2loki"));
-    this.#ownedPool = deps.dispatcher ? undefined : createLokiPool(url.origin);
+    this.#ownedPool = deps.dispatcher ? undefined : createLokiPool(url.origin, deps.deadlines);
     this.#service = new LokiService({
       url,
       where: `${url.origin}${url.pathname}`,
@@ -84,6 +86,7 @@ export class LokiSink implements Sink {
       clock: this.#clock,
       logger: this.#logger,
       bytesPushed: this.#metrics.bytesPushed,
+      ...(deps.deadlines ? { deadlines: deps.deadlines } : {}),
     });
   }
 
