@@ -1,5 +1,11 @@
 // The two HTTP shapes auth needs (form POST, bearer GET), with a bounded timeout and a status/body
 // result, so the caller classifies retries (transport + 5xx) in one place.
+
+/**
+ * The whole exchange (connect, headers and body) ends within this many ms: the timeout aborts the
+ * fetch, which destroys its socket, so a connection that died silently is never reused and the
+ * caller's retry opens a fresh one.
+ */
 export const SALESFORCE_HTTP_TIMEOUT_MS = 30_000;
 
 export interface HttpResult {
@@ -27,20 +33,26 @@ export async function postForm(
   url: string,
   form: Record<string, string>,
   signal?: AbortSignal,
+  timeoutMs = SALESFORCE_HTTP_TIMEOUT_MS,
 ): Promise<HttpResult> {
   const res = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
     body: new URLSearchParams(form).toString(),
-    signal: withTimeout(signal, SALESFORCE_HTTP_TIMEOUT_MS),
+    signal: withTimeout(signal, timeoutMs),
   });
   return { status: res.status, body: await res.text() };
 }
 
-export async function getWithBearer(url: string, token: string, signal?: AbortSignal): Promise<HttpResult> {
+export async function getWithBearer(
+  url: string,
+  token: string,
+  signal?: AbortSignal,
+  timeoutMs = SALESFORCE_HTTP_TIMEOUT_MS,
+): Promise<HttpResult> {
   const res = await fetch(url, {
     headers: { authorization: `Bearer ${token}`, accept: "application/json" },
-    signal: withTimeout(signal, SALESFORCE_HTTP_TIMEOUT_MS),
+    signal: withTimeout(signal, timeoutMs),
   });
   return { status: res.status, body: await res.text() };
 }

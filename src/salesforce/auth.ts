@@ -63,6 +63,8 @@ export interface TokenProviderOptions {
   clock?: Clock;
   logger?: Logger;
   meter?: Meter;
+  /** Deadline of each token and userinfo request (tests shorten it); default SALESFORCE_HTTP_TIMEOUT_MS. */
+  httpTimeoutMs?: number;
 }
 
 export class TokenProvider implements TokenSource {
@@ -76,6 +78,7 @@ export class TokenProvider implements TokenSource {
   readonly #orgIdLock = new Mutex();
   readonly #loginUrl: string;
   readonly #skewMs: number;
+  readonly #httpTimeoutMs: number | undefined;
   #cached: CachedToken | undefined;
   #key: KeyObject | undefined;
   #orgId: string | undefined;
@@ -84,6 +87,7 @@ export class TokenProvider implements TokenSource {
   constructor(opts: TokenProviderOptions) {
     this.#settings = opts.settings;
     this.#orgName = opts.orgName ?? "";
+    this.#httpTimeoutMs = opts.httpTimeoutMs;
     this.#clock = opts.clock ?? systemClock;
     this.#log = (opts.logger ?? silentLogger).child({
       component: "auth",
@@ -176,7 +180,7 @@ export class TokenProvider implements TokenSource {
     try {
       const res = await retry(
         async ({ signal: s }) => {
-          const result = await postForm(this.#tokenUrl, await this.#grantForm(), s);
+          const result = await postForm(this.#tokenUrl, await this.#grantForm(), s, this.#httpTimeoutMs);
           if (result.status < 200 || result.status >= 300)
             throw new HttpStatusError(result.status, result.body);
           return result.body;
@@ -329,7 +333,7 @@ export class TokenProvider implements TokenSource {
   }
 
   async #userinfo(url: string, token: string, signal?: AbortSignal): Promise<string> {
-    const res = await getWithBearer(url, token, signal);
+    const res = await getWithBearer(url, token, signal, this.#httpTimeoutMs);
     if (res.status < 200 || res.status >= 300) throw new HttpStatusError(res.status, res.body);
     let id: unknown;
     try {

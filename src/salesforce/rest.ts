@@ -18,8 +18,10 @@ export interface RestClientOptions {
   clock?: Clock;
   logger?: Logger;
   meter?: Meter;
-  /** Shared connection pool; by default the client owns one with the spec's timeouts. */
+  /** Shared connection pool; by default the client owns one with `deadlines`. */
   dispatcher?: Dispatcher;
+  /** Deadlines of the owned pool (tests shorten them); default SALESFORCE_REST_DEADLINES. */
+  deadlines?: RestDeadlines;
   /** Attempts for transport errors, 429 and 5xx: 3, about 0.5 s then 1.5 s (spec §8, fix #93). */
   retryPolicy?: RetryPolicy;
 }
@@ -41,6 +43,18 @@ export interface QueryOptions extends CallOptions {
 
 export type SObjectRecord = Record<string, unknown>;
 
+/**
+ * Every REST call ends: a connection opens within `connectMs`, headers arrive within `responseMs`,
+ * and a body never goes `responseMs` without a byte. undici drops a timed-out socket, so the retry
+ * of a transport error (SF2LOKI_SF_TRANSPORT, transient) opens a fresh connection.
+ */
+export interface RestDeadlines {
+  connectMs: number;
+  responseMs: number;
+}
+
+export const SALESFORCE_REST_DEADLINES: Readonly<RestDeadlines> = { connectMs: 10_000, responseMs: 30_000 };
+
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 3, backoffMs: fullJitter(500, 3_000) };
 const ERROR_BODY_MAX = 64 * 1024;
 
@@ -60,9 +74,14 @@ export class RestClient {
     this.#clock = opts.clock ?? systemClock;
     this.#log = (opts.logger ?? silentLogger).child({ component: "salesforce-rest" });
     this.#ownsDispatcher = opts.dispatcher === undefined;
+    const d = opts.deadlines ?? SALESFORCE_REST_DEADLINES;
     this.#dispatcher =
       opts.dispatcher ??
-      new Agent({ connect: { timeout: 10_000 }, headersTimeout: 30_000, bodyTimeout: 30_000 });
+      new Agent({
+        connect: { timeout: d.connectMs },
+        headersTimeout: d.responseMs,
+        bodyTimeout: d.responseMs,
+      });
     this.#policy = opts.retryPolicy ?? DEFAULT_RETRY;
     this.#throttled = (opts.meter ?? metrics.getMeter("sf2loki")).createCounter(
       "sf2loki_salesforce_api_throttled",
