@@ -2,11 +2,11 @@
 // Library retries are off (autoRetry false, RetryNever): the library would otherwise re-send a conditional
 // upload by itself, and only our loop knows to verify a 412 that follows a lost acknowledgement.
 import { createHash } from "node:crypto";
-import { abortable } from "../util/abortable.ts";
 import { addAbortSignal } from "node:stream";
 import { IdempotencyStrategy, Storage, type Bucket, type StorageOptions } from "@google-cloud/storage";
 import type { ObjectStoreHints } from "./errors.ts";
 import { checkServiceAccountFile } from "./gcs-credentials.ts";
+import { withGcsDeadline } from "./gcs-deadline.ts";
 import type { ErrorClass, ObjectBackend, Precondition, StoredObject } from "./object-backend.ts";
 import { ObjectCheckpointStore, type ObjectStoreOptions } from "./object-store.ts";
 import type { GcsStateSettings } from "./settings.ts";
@@ -15,12 +15,21 @@ import { isNetworkError, isTransientStatus } from "./transient.ts";
 export interface GcsStoreOptions extends ObjectStoreOptions {
   /** Merged over the derived client options (tests only). */
   storageOptions?: StorageOptions;
+  /** Per-request deadline in ms (tests shorten it); default GCS_REQUEST_TIMEOUT_MS. */
+  requestTimeoutMs?: number;
 }
 
-const REQUEST_TIMEOUT_MS = 30_000;
+/**
+ * Every GCS call (download or upload) ends within this many ms, enforced by withGcsDeadline because
+ * the library's own `timeout` is not; a timeout is transient, so the retry loop tries again.
+ */
+export const GCS_REQUEST_TIMEOUT_MS = 30_000;
 
 /** The client options the settings imply; exported so `doctor` can build the same client. */
-export function gcsStorageOptions(settings: GcsStateSettings): StorageOptions {
+export function gcsStorageOptions(
+  settings: GcsStateSettings,
+  requestTimeoutMs = GCS_REQUEST_TIMEOUT_MS,
+): StorageOptions {
   const endpoint = settings.endpoint_url ?? undefined;
   const keyFile = settings.service_file ?? undefined;
   return {
@@ -32,7 +41,7 @@ export function gcsStorageOptions(settings: GcsStateSettings): StorageOptions {
     ...(keyFile ? { keyFilename: keyFile } : {}),
     // maxRetries: 0 alone is ignored by the library (falsy means "default"); autoRetry and RetryNever are not.
     retryOptions: { autoRetry: false, maxRetries: 0, idempotencyStrategy: IdempotencyStrategy.RetryNever },
-    timeout: REQUEST_TIMEOUT_MS,
+    timeout: requestTimeoutMs,
   };
 }
 
@@ -50,6 +59,8 @@ export interface GcsBackendOptions {
   storageOptions?: StorageOptions;
   /** Where the settings sit in the config, for messages: `state.gcs` (default), `coordinate.gcs_lease`. */
   configSection?: string;
+  /** Default GCS_REQUEST_TIMEOUT_MS. */
+  requestTimeoutMs?: number;
 }
 
 /** The GCS adapter of the object-store engine; the `gcs_lease` coordinator writes through it too. */
@@ -57,13 +68,15 @@ export class GcsBackend implements ObjectBackend {
   readonly hints: ObjectStoreHints;
   readonly #settings: GcsStateSettings;
   readonly #options: StorageOptions;
+  readonly #timeoutMs: number;
   #bucket: Bucket | undefined;
 
   constructor(settings: GcsStateSettings, opts: GcsBackendOptions = {}) {
     const section = opts.configSection ?? "state.gcs";
     this.#settings = settings;
     if (settings.service_file) checkServiceAccountFile(settings.service_file, `${section}.service_file`);
-    this.#options = { ...gcsStorageOptions(settings), ...opts.storageOptions };
+    this.#timeoutMs = opts.requestTimeoutMs ?? GCS_REQUEST_TIMEOUT_MS;
+    this.#options = { ...gcsStorageOptions(settings, this.#timeoutMs), ...opts.storageOptions };
     const location = `gs://${settings.bucket}/${settings.object_name}`;
     this.hints = {
       location,
@@ -82,7 +95,13 @@ export class GcsBackend implements ObjectBackend {
     return this.#bucket.file(this.#settings.object_name);
   }
 
-  async get(signal: AbortSignal): Promise<StoredObject | undefined> {
+  get(signal: AbortSignal): Promise<StoredObject | undefined> {
+    return withGcsDeadline(this.#timeoutMs, signal, `download of ${this.hints.location}`, (bound) =>
+      this.#download(bound),
+    );
+  }
+
+  async #download(signal: AbortSignal): Promise<StoredObject | undefined> {
     // One media GET: the body and its x-goog-generation header come from the same response, so a write
     // landing between two calls can never pair old bytes with a new generation.
     const stream = addAbortSignal(signal, this.#file().createReadStream());
@@ -104,11 +123,18 @@ export class GcsBackend implements ObjectBackend {
     return { bytes: Buffer.concat(chunks), token: generation };
   }
 
-  async put(bytes: Uint8Array, precondition: Precondition, signal: AbortSignal): Promise<string | undefined> {
+  put(bytes: Uint8Array, precondition: Precondition, signal: AbortSignal): Promise<string | undefined> {
+    return withGcsDeadline(this.#timeoutMs, signal, `upload to ${this.hints.location}`, () =>
+      this.#upload(bytes, precondition),
+    );
+  }
+
+  async #upload(bytes: Uint8Array, precondition: Precondition): Promise<string | undefined> {
     const file = this.#file();
-    // save() takes no signal; a write whose term ended must not hold its caller (#17). The upload, if it
-    // still lands, names the generation the next leader's claim has replaced, so it fails there.
-    const saving = file.save(Buffer.from(bytes), {
+    // save() takes no signal; put() stops waiting at the caller's abort or the deadline, so a write
+    // whose term ended does not hold its caller (#17). The upload, if it still lands, names the
+    // generation the next leader's claim has replaced, so it fails there.
+    await file.save(Buffer.from(bytes), {
       resumable: false,
       // Client-side validation deletes the object on a mismatch, unconditionally; let the server check
       // the MD5 we send instead, which rejects a damaged upload without touching the stored version.
@@ -118,9 +144,9 @@ export class GcsBackend implements ObjectBackend {
         md5Hash: createHash("md5").update(bytes).digest("base64"),
       },
       preconditionOpts: { ifGenerationMatch: precondition.kind === "create" ? 0 : precondition.token },
-      timeout: REQUEST_TIMEOUT_MS,
+      // Ignored by the library's current transport (see gcs-deadline.ts); kept for when it is not.
+      timeout: this.#timeoutMs,
     });
-    await abortable(saving, signal);
     const generation = file.metadata.generation;
     return generation === undefined ? undefined : String(generation);
   }
@@ -147,6 +173,12 @@ function statusOf(err: unknown): number | undefined {
 
 export class GcsCheckpointStore extends ObjectCheckpointStore {
   constructor(settings: GcsStateSettings, opts: GcsStoreOptions = {}) {
-    super(new GcsBackend(settings, { storageOptions: opts.storageOptions }), opts);
+    super(
+      new GcsBackend(settings, {
+        storageOptions: opts.storageOptions,
+        ...(opts.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: opts.requestTimeoutMs }),
+      }),
+      opts,
+    );
   }
 }
