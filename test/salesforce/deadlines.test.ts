@@ -5,9 +5,12 @@
 import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { status } from "@grpc/grpc-js";
 import { staticAccessTokens } from "../../src/salesforce/access-token.ts";
 import { SALESFORCE_HTTP_TIMEOUT_MS } from "../../src/salesforce/auth-http.ts";
 import { TokenProvider } from "../../src/salesforce/auth.ts";
+import { PUBSUB_KEEPALIVE, PubSubClient, UNARY_DEADLINE_MS } from "../../src/salesforce/pubsub/client.ts";
+import { describeGrpcError, grpcCode } from "../../src/salesforce/pubsub/errors.ts";
 import { RestClient, SALESFORCE_REST_DEADLINES } from "../../src/salesforce/rest.ts";
 import { SalesforceTransportError, isTransient } from "../../src/salesforce/rest-errors.ts";
 import { sfDatetime, simId, startSimRest } from "../../src/sim/salesforce-rest/index.ts";
@@ -137,5 +140,98 @@ describe("Salesforce REST deadlines", { timeout: 15_000 }, () => {
     assert.equal(r.clock.sleeps.length, 2);
     assert.ok(ms < 3 * (SHORT + UNDICI_SLACK) + 1000, `took ${ms.toFixed(0)} ms`);
     t.diagnostic(`3 silent attempts → SF2LOKI_SF_TRANSPORT after ${ms.toFixed(0)} ms`);
+  });
+});
+
+describe("Pub/Sub unary RPC deadlines", { timeout: 15_000 }, () => {
+  const LOGIN = "/event/LoginEventStream";
+  // Short keepalive so the channel notices its dead connection within the test.
+  const KEEPALIVE = { timeMs: 200, timeoutMs: 200 };
+
+  async function rig(t: TestContext) {
+    const sim = await simOrg(t);
+    const proxy = await TcpFaultProxy.start(Number(sim.pubsubEndpoint.split(":")[1]));
+    t.after(() => proxy.close());
+    const client = new PubSubClient({
+      endpoint: proxy.endpoint,
+      auth: new TokenProvider({ settings: clientCredentials(sim) }),
+      insecure: true,
+      stallTimeoutMs: 0,
+      unaryDeadlineMs: SHORT,
+      keepalive: KEEPALIVE,
+    });
+    t.after(() => {
+      client.close();
+    });
+    return { sim, proxy, client };
+  }
+
+  it("defaults: 30 s per unary call; keepalive ping every 30 s, dropped after 10 s unanswered", () => {
+    assert.equal(UNARY_DEADLINE_MS, 30_000);
+    assert.deepEqual({ ...PUBSUB_KEEPALIVE }, { timeMs: 30_000, timeoutMs: 10_000 });
+  });
+
+  it("GetTopic on a dead connection ends DEADLINE_EXCEEDED at its deadline; a retry succeeds once keepalive replaces it", async (t) => {
+    const r = await rig(t);
+    assert.equal((await r.client.getTopic(LOGIN)).topic_name, LOGIN);
+    r.proxy.blackhole();
+    r.proxy.heal(); // the channel's HTTP/2 connection is dead for good
+
+    let caught: unknown;
+    const ms = await timed(async () => {
+      caught = await r.client.getTopic(LOGIN).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    });
+    assert.equal(grpcCode(caught), status.DEADLINE_EXCEEDED, describeGrpcError(caught));
+    assert.ok(ms >= SHORT - 20 && ms < SHORT + 500, `took ${ms.toFixed(0)} ms`);
+
+    // The source treats any non-INVALID_ARGUMENT failure as a stream error and retries with backoff;
+    // here the retry is a plain loop. Each attempt is bounded by the deadline.
+    let attempts = 0;
+    const recoveryMs = await timed(async () => {
+      for (;;) {
+        attempts++;
+        try {
+          await r.client.getTopic(LOGIN);
+          return;
+        } catch (err) {
+          assert.ok(
+            grpcCode(err) === status.DEADLINE_EXCEEDED || grpcCode(err) === status.UNAVAILABLE,
+            describeGrpcError(err),
+          );
+          await sleep(50);
+        }
+      }
+    });
+    assert.ok(
+      recoveryMs < KEEPALIVE.timeMs + KEEPALIVE.timeoutMs + SHORT + 1000,
+      `recovered after ${recoveryMs.toFixed(0)} ms`,
+    );
+    assert.ok(r.proxy.stats.accepted >= 2, "on a fresh connection");
+    t.diagnostic(
+      `dead connection → DEADLINE_EXCEEDED after ${ms.toFixed(0)} ms; answered again ${recoveryMs.toFixed(0)} ms later (${String(attempts)} attempts)`,
+    );
+  });
+
+  it("a caller's abort cancels a unary call at once", async (t) => {
+    const r = await rig(t);
+    await r.client.getTopic(LOGIN);
+    r.proxy.blackhole();
+    const ctl = new AbortController();
+    const call = r.client.getTopic(LOGIN, ctl.signal);
+    setTimeout(() => {
+      ctl.abort();
+    }, 20);
+    let caught: unknown;
+    const ms = await timed(async () => {
+      caught = await call.then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    });
+    assert.equal(grpcCode(caught), status.CANCELLED, describeGrpcError(caught));
+    assert.ok(ms < SHORT, `took ${ms.toFixed(0)} ms`);
   });
 });

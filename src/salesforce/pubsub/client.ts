@@ -27,7 +27,14 @@ import { SchemaCache } from "./schema-cache.ts";
 
 export const DEFAULT_PUBSUB_ENDPOINT = "api.pubsub.salesforce.com:7443";
 export const STALL_WATCHDOG_MS = 300_000;
-const UNARY_DEADLINE_MS = 30_000;
+/** GetTopic and GetSchema end within this many ms (DEADLINE_EXCEEDED), or at the caller's abort. */
+export const UNARY_DEADLINE_MS = 30_000;
+/**
+ * HTTP/2 keepalive: a ping every `timeMs`, the connection dropped when one is not answered within
+ * `timeoutMs`. This is what replaces a connection that died silently: until it fires, calls on the
+ * channel keep going to the dead one (each ending at its own deadline).
+ */
+export const PUBSUB_KEEPALIVE = { timeMs: 30_000, timeoutMs: 10_000 } as const;
 
 export interface SubscribeRequest {
   topic: string;
@@ -72,6 +79,10 @@ export interface PubSubClientOptions {
   meter?: Meter;
   /** 0 disables the stall watchdog (tests whose clock jumps ahead on every sleep). */
   stallTimeoutMs?: number;
+  /** Default UNARY_DEADLINE_MS (tests shorten it). */
+  unaryDeadlineMs?: number;
+  /** Default PUBSUB_KEEPALIVE (tests shorten it). */
+  keepalive?: { timeMs: number; timeoutMs: number };
 }
 
 interface ClientInstruments {
@@ -123,10 +134,11 @@ export class PubSubClient implements PubSubSubscriber {
     const creds =
       this.#opts.credentials ??
       (this.#opts.insecure ? grpcCredentials.createInsecure() : grpcCredentials.createSsl());
+    const keepalive = this.#opts.keepalive ?? PUBSUB_KEEPALIVE;
     const options: ChannelOptions = {
       // Detect NAT/LB idle drops long before the 300 s application watchdog does.
-      "grpc.keepalive_time_ms": 30_000,
-      "grpc.keepalive_timeout_ms": 10_000,
+      "grpc.keepalive_time_ms": keepalive.timeMs,
+      "grpc.keepalive_timeout_ms": keepalive.timeoutMs,
       "grpc.keepalive_permit_without_calls": 1,
       "grpc.http2.max_pings_without_data": 0,
       "grpc.max_receive_message_length": 64 * 1024 * 1024,
@@ -151,27 +163,39 @@ export class PubSubClient implements PubSubSubscriber {
     return { md, token };
   }
 
-  /** One unary RPC with fresh metadata; an UNAUTHENTICATED answer invalidates the token it carried. */
+  /**
+   * One unary RPC with fresh metadata, ended by its deadline (DEADLINE_EXCEEDED) or by the caller's
+   * abort (CANCELLED); an UNAUTHENTICATED answer invalidates the token it carried.
+   */
   async #unary<Req, Res>(m: MethodDefinition<Req, Res>, request: Req, signal?: AbortSignal): Promise<Res> {
     const { md, token } = await this.#metadata(signal);
+    signal?.throwIfAborted();
+    const deadlineMs = this.#opts.unaryDeadlineMs ?? UNARY_DEADLINE_MS;
+    let onAbort: (() => void) | undefined;
     try {
       return await new Promise<Res>((resolve, reject) => {
-        this.#client().makeUnaryRequest(
+        const call = this.#client().makeUnaryRequest(
           m.path,
           m.requestSerialize,
           m.responseDeserialize,
           request,
           md,
-          { deadline: Date.now() + UNARY_DEADLINE_MS },
+          { deadline: Date.now() + deadlineMs },
           (err, res) => {
             if (err || !res) reject(err ?? new Error(`empty ${m.path} response`));
             else resolve(res);
           },
         );
+        onAbort = () => {
+          call.cancel();
+        };
+        signal?.addEventListener("abort", onAbort, { once: true });
       });
     } catch (err) {
       if (isUnauthenticated(err)) this.#auth.invalidate(token.accessToken);
       throw err;
+    } finally {
+      if (onAbort) signal?.removeEventListener("abort", onAbort);
     }
   }
 
