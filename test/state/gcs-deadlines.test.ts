@@ -7,7 +7,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { GcsTimeoutError, withGcsDeadline } from "../../src/state/gcs-deadline.ts";
 import { GCS_REQUEST_TIMEOUT_MS, GcsBackend, GcsCheckpointStore } from "../../src/state/gcs-store.ts";
 import { ManualClock } from "../../src/util/clock.ts";
-import { GcsEmulator } from "../support/gcs-emulator.ts";
+import { GcsEmulator, gcsRequests } from "../support/gcs-emulator.ts";
+import { faults } from "../support/object-store-emulator.ts";
 import { TcpFaultProxy } from "../support/tcp-fault-proxy.ts";
 import { BUCKET, OBJECT } from "./helpers/object-store-harness.ts";
 
@@ -93,6 +94,28 @@ describe("GCS store deadlines", { timeout: 15_000 }, () => {
         err instanceof GcsTimeoutError &&
         /download of gs:\/\/b\/o got no complete answer within 10 ms/.test(err.message),
     );
+  });
+
+  test("a partition mid-request swallows the answer to a upload that landed: the deadline ends the wait, the retry finds it ours", async (t) => {
+    const r = await rig(t);
+    await r.store.commit("k1", "v1");
+    // The request has fully arrived; the answer goes out on a connection that just went silent.
+    r.emulator.inject(
+      gcsRequests.upload(),
+      faults.before(() => {
+        r.proxy.blackhole();
+        r.proxy.heal();
+      }),
+    );
+    const ms = await timed(() => r.store.commit("k2", "v2"));
+    assert.equal(r.stored(), '{"k1":"v1","k2":"v2"}');
+    assert.equal(
+      r.emulator.count(gcsRequests.upload()),
+      3,
+      "k1, the swallowed k2, and its retry (412, verified ours)",
+    );
+    assert.ok(ms >= SHORT - 20 && ms < SHORT + 1500, `took ${ms.toFixed(0)} ms`);
+    t.diagnostic(`answer lost in a silent partition → write confirmed after ${ms.toFixed(0)} ms`);
   });
 
   test("a blackhole that never heals ends in a transient error after the store's attempts, not a hang", async (t) => {

@@ -11,7 +11,8 @@ import {
   type S3Deadlines,
 } from "../../src/state/s3-store.ts";
 import { ManualClock } from "../../src/util/clock.ts";
-import { S3Emulator } from "../support/s3-emulator.ts";
+import { S3Emulator, s3Requests } from "../support/s3-emulator.ts";
+import { faults } from "../support/object-store-emulator.ts";
 import { TcpFaultProxy } from "../support/tcp-fault-proxy.ts";
 import { BUCKET, OBJECT } from "./helpers/object-store-harness.ts";
 
@@ -96,6 +97,28 @@ describe("S3 store deadlines", { timeout: 10_000 }, () => {
     assert.equal(value, "v1");
     assert.ok(ms >= SHORT - 20 && ms < SHORT + 1500, `took ${ms.toFixed(0)} ms`);
     t.diagnostic(`dead keep-alive socket → GET retried after ${ms.toFixed(0)} ms`);
+  });
+
+  test("a partition mid-request swallows the answer to a PUT that landed: the deadline ends the wait, the retry finds it ours", async (t) => {
+    const r = await rig(t, { connectMs: 5_000, requestMs: SHORT, socketIdleMs: SHORT });
+    await r.store.commit("k1", "v1");
+    // The request has fully arrived; the answer goes out on a connection that just went silent.
+    r.emulator.inject(
+      s3Requests.put(),
+      faults.before(() => {
+        r.proxy.blackhole();
+        r.proxy.heal();
+      }),
+    );
+    const ms = await timed(() => r.store.commit("k2", "v2"));
+    assert.equal(r.stored(), '{"k1":"v1","k2":"v2"}');
+    assert.equal(
+      r.emulator.count(s3Requests.put()),
+      3,
+      "k1, the swallowed k2, and its retry (412, verified ours)",
+    );
+    assert.ok(ms >= SHORT - 20 && ms < SHORT + 1500, `took ${ms.toFixed(0)} ms`);
+    t.diagnostic(`answer lost in a silent partition → write confirmed after ${ms.toFixed(0)} ms`);
   });
 
   test("a blackhole that never heals ends in a transient error after the store's attempts, not a hang", async (t) => {
