@@ -7,7 +7,6 @@
 import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { KubeConfig } from "@kubernetes/client-node";
-import { setTimeout as sleep } from "node:timers/promises";
 import { LeaseTimeoutError } from "../../src/coordinate/errors.ts";
 import { K8sLeaseBackend } from "../../src/coordinate/k8s-lease/backend.ts";
 import { leaseApiFor } from "../../src/coordinate/k8s-lease/client.ts";
@@ -15,6 +14,7 @@ import { withTimeout } from "../../src/coordinate/lease/waits.ts";
 import { systemClock } from "../../src/util/clock.ts";
 import { K8sEmulator } from "../support/k8s-emulator.ts";
 import { TcpFaultProxy } from "../support/tcp-fault-proxy.ts";
+import { failureOf, timed, waitFor } from "../support/timing.ts";
 
 const NS = "sf2loki";
 const NAME = "sf2loki-leader";
@@ -53,12 +53,6 @@ async function rig(t: TestContext) {
   return { emu, proxy, backend, read };
 }
 
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const start = performance.now();
-  await fn();
-  return performance.now() - start;
-}
-
 describe("k8s Lease call deadlines", { timeout: 15_000 }, () => {
   it("a read in a silent partition is aborted at the deadline, and the next read after heal() succeeds", async (t) => {
     const r = await rig(t);
@@ -67,10 +61,7 @@ describe("k8s Lease call deadlines", { timeout: 15_000 }, () => {
     r.proxy.blackhole();
     let caught: unknown;
     const ms = await timed(async () => {
-      caught = await r.read().then(
-        () => undefined,
-        (err: unknown) => err,
-      );
+      caught = await failureOf(r.read());
     });
     assert.ok(caught instanceof LeaseTimeoutError, String(caught));
     assert.equal(caught.code, "SF2LOKI_LEASE_TIMEOUT");
@@ -86,11 +77,3 @@ describe("k8s Lease call deadlines", { timeout: 15_000 }, () => {
     t.diagnostic(`silent partition → LeaseTimeoutError after ${ms.toFixed(0)} ms, socket closed`);
   });
 });
-
-async function waitFor(cond: () => boolean, what: string, ms = 2_000): Promise<void> {
-  const end = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}

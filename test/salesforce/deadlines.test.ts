@@ -16,22 +16,12 @@ import { SalesforceTransportError, isTransient } from "../../src/salesforce/rest
 import { sfDatetime, simId, startSimRest } from "../../src/sim/salesforce-rest/index.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { TcpFaultProxy } from "../support/tcp-fault-proxy.ts";
+import { failureOf, idle, timed } from "../support/timing.ts";
 import { clientCredentials, simOrg } from "./support.ts";
 
 const SHORT = 300;
 // undici runs headers and body timeouts on a coarse timer (ticks of ~0.5 s): up to ~1 s late.
 const UNDICI_SLACK = 1_000;
-
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const start = performance.now();
-  await fn();
-  return performance.now() - start;
-}
-
-/** Lets the HTTP client return a finished request's socket to its pool, so the next call reuses it. */
-async function idle(): Promise<void> {
-  await sleep(20);
-}
 
 async function proxied(t: TestContext, url: string): Promise<TcpFaultProxy> {
   const proxy = await TcpFaultProxy.start(url);
@@ -129,10 +119,7 @@ describe("Salesforce REST deadlines", { timeout: 15_000 }, () => {
     r.proxy.blackhole();
     let caught: unknown;
     const ms = await timed(async () => {
-      caught = await r.query().then(
-        () => undefined,
-        (err: unknown) => err,
-      );
+      caught = await failureOf(r.query());
     });
     assert.ok(caught instanceof SalesforceTransportError, String(caught));
     assert.equal(caught.code, "SF2LOKI_SF_TRANSPORT");
@@ -145,8 +132,9 @@ describe("Salesforce REST deadlines", { timeout: 15_000 }, () => {
 
 describe("Pub/Sub unary RPC deadlines", { timeout: 15_000 }, () => {
   const LOGIN = "/event/LoginEventStream";
-  // Short keepalive so the channel notices its dead connection within the test.
-  const KEEPALIVE = { timeMs: 200, timeoutMs: 200 };
+  // Short keepalive so the channel notices its dead connection within the test, yet never before
+  // the 300 ms call deadline: an unanswered ping drops the connection no sooner than 600 ms later.
+  const KEEPALIVE = { timeMs: 400, timeoutMs: 600 };
 
   async function rig(t: TestContext) {
     const sim = await simOrg(t);
@@ -179,10 +167,7 @@ describe("Pub/Sub unary RPC deadlines", { timeout: 15_000 }, () => {
 
     let caught: unknown;
     const ms = await timed(async () => {
-      caught = await r.client.getTopic(LOGIN).then(
-        () => undefined,
-        (err: unknown) => err,
-      );
+      caught = await failureOf(r.client.getTopic(LOGIN));
     });
     assert.equal(grpcCode(caught), status.DEADLINE_EXCEEDED, describeGrpcError(caught));
     assert.ok(ms >= SHORT - 20 && ms < SHORT + 500, `took ${ms.toFixed(0)} ms`);
@@ -226,10 +211,7 @@ describe("Pub/Sub unary RPC deadlines", { timeout: 15_000 }, () => {
     }, 20);
     let caught: unknown;
     const ms = await timed(async () => {
-      caught = await call.then(
-        () => undefined,
-        (err: unknown) => err,
-      );
+      caught = await failureOf(call);
     });
     assert.equal(grpcCode(caught), status.CANCELLED, describeGrpcError(caught));
     assert.ok(ms < SHORT, `took ${ms.toFixed(0)} ms`);

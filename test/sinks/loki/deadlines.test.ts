@@ -5,13 +5,13 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { describe, test, type TestContext } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { startLokiReceiver, PUSH_PATH } from "../../../src/sim/loki.ts";
 import { LOKI_DEADLINES, type LokiDeadlines } from "../../../src/sinks/loki/service.ts";
 import { createLokiSink } from "../../../src/sinks/loki/sink.ts";
 import { RetryableSinkError } from "../../../src/sinks/sink.ts";
 import { ManualClock } from "../../../src/util/clock.ts";
 import { TcpFaultProxy } from "../../support/tcp-fault-proxy.ts";
+import { failureOf, idle, timed } from "../../support/timing.ts";
 import { entries, entry, settings } from "./support.ts";
 
 const SHORT = 300;
@@ -34,15 +34,9 @@ async function rig(t: TestContext, deadlines: LokiDeadlines = { connectMs: 5_000
   /** One push, then a moment for undici to return the socket to the pool, so the next push reuses it. */
   const warm = async (): Promise<void> => {
     await sink.push(entries(1, 1000));
-    await sleep(20);
+    await idle();
   };
   return { receiver, proxy, sink, clock, warm };
-}
-
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const start = performance.now();
-  await fn();
-  return performance.now() - start;
 }
 
 describe("Loki push deadlines", { timeout: 15_000 }, () => {
@@ -89,10 +83,7 @@ describe("Loki push deadlines", { timeout: 15_000 }, () => {
     r.proxy.blackhole();
     let caught: unknown;
     const ms = await timed(async () => {
-      caught = await r.sink.push(entries(2)).then(
-        () => undefined,
-        (err: unknown) => err,
-      );
+      caught = await failureOf(r.sink.push(entries(2)));
     });
     assert.ok(caught instanceof RetryableSinkError, `retryable: ${String(caught)}`);
     assert.match(caught.message, /after 5 attempts \(last: transport error: Headers Timeout Error\)/);
