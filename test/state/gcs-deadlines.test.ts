@@ -5,35 +5,26 @@ import assert from "node:assert/strict";
 import { describe, test, type TestContext } from "node:test";
 import { GcsTimeoutError, withGcsDeadline } from "../../src/state/gcs-deadline.ts";
 import { GCS_REQUEST_TIMEOUT_MS, GcsBackend, GcsCheckpointStore } from "../../src/state/gcs-store.ts";
-import { ManualClock } from "../../src/util/clock.ts";
 import { GcsEmulator, gcsRequests } from "../support/gcs-emulator.ts";
-import { TcpFaultProxy } from "../support/tcp-fault-proxy.ts";
-import { deadlineCases, type DeadlineRig } from "./helpers/deadline-cases.ts";
+import { behindProxy, deadlineCases, type DeadlineRig } from "./helpers/deadline-cases.ts";
 import { BUCKET, OBJECT } from "./helpers/object-store-harness.ts";
 
 const SHORT = 300;
 
 async function rig(t: TestContext): Promise<DeadlineRig> {
   const emulator = new GcsEmulator({ buckets: [BUCKET] });
-  await emulator.start();
-  const proxy = await TcpFaultProxy.start(emulator.url);
-  const settings = { bucket: BUCKET, object_name: OBJECT, endpoint_url: proxy.url };
-  const clock = new ManualClock();
-  const store = new GcsCheckpointStore(settings, { clock, requestTimeoutMs: SHORT });
-  t.after(async () => {
-    await store.close();
-    await proxy.close();
-    await emulator.close();
-  });
-  return {
+  const settings = (endpoint_url: string) => ({ bucket: BUCKET, object_name: OBJECT, endpoint_url });
+  const r = await behindProxy(
+    t,
     emulator,
-    proxy,
-    store,
-    clock,
-    backend: new GcsBackend(settings),
+    (url, clock) => new GcsCheckpointStore(settings(url), { clock, requestTimeoutMs: SHORT }),
+  );
+  return {
+    ...r,
+    emulator,
+    backend: new GcsBackend(settings(r.proxy.url)),
     writes: gcsRequests.upload(),
     closesTimedOutSockets: false,
-    stored: () => emulator.getObject(BUCKET, OBJECT)?.bytes.toString(),
   };
 }
 

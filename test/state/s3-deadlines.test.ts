@@ -10,10 +10,8 @@ import {
   s3ClientConfig,
   type S3Deadlines,
 } from "../../src/state/s3-store.ts";
-import { ManualClock } from "../../src/util/clock.ts";
 import { S3Emulator, s3Requests } from "../support/s3-emulator.ts";
-import { TcpFaultProxy } from "../support/tcp-fault-proxy.ts";
-import { deadlineCases, type DeadlineRig } from "./helpers/deadline-cases.ts";
+import { behindProxy, deadlineCases, type DeadlineRig } from "./helpers/deadline-cases.ts";
 import { BUCKET, OBJECT } from "./helpers/object-store-harness.ts";
 
 const SHORT = 300;
@@ -21,25 +19,18 @@ const credentials = { accessKeyId: "test", secretAccessKey: "test" };
 
 async function rig(t: TestContext, deadlines: S3Deadlines): Promise<DeadlineRig> {
   const emulator = new S3Emulator({ buckets: [BUCKET] });
-  await emulator.start();
-  const proxy = await TcpFaultProxy.start(emulator.url);
-  const settings = { bucket: BUCKET, key: OBJECT, endpoint_url: proxy.url };
-  const clock = new ManualClock();
-  const store = new S3CheckpointStore(settings, { clock, clientConfig: { credentials }, deadlines });
-  t.after(async () => {
-    await store.close();
-    await proxy.close();
-    await emulator.close();
-  });
-  return {
+  const settings = (endpoint_url: string) => ({ bucket: BUCKET, key: OBJECT, endpoint_url });
+  const r = await behindProxy(
+    t,
     emulator,
-    proxy,
-    store,
-    clock,
-    backend: new S3Backend(settings, { credentials }),
+    (url, clock) => new S3CheckpointStore(settings(url), { clock, clientConfig: { credentials }, deadlines }),
+  );
+  return {
+    ...r,
+    emulator,
+    backend: new S3Backend(settings(r.proxy.url), { credentials }),
     writes: s3Requests.put(),
     closesTimedOutSockets: true,
-    stored: () => emulator.getObject(BUCKET, OBJECT)?.bytes.toString(),
   };
 }
 

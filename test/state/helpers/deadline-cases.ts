@@ -6,14 +6,16 @@ import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
 import type { ObjectBackend } from "../../../src/state/object-backend.ts";
 import type { CheckpointStore } from "../../../src/state/store.ts";
-import type { ManualClock } from "../../../src/util/clock.ts";
+import { ManualClock } from "../../../src/util/clock.ts";
 import {
   faults,
+  type InMemoryObjectEmulator,
   type ObjectStoreEmulatorServer,
   type RequestMatcher,
 } from "../../support/object-store-emulator.ts";
-import type { TcpFaultProxy } from "../../support/tcp-fault-proxy.ts";
+import { TcpFaultProxy } from "../../support/tcp-fault-proxy.ts";
 import { failureOf, idle, timed } from "../../support/timing.ts";
+import { BUCKET, OBJECT } from "./object-store-harness.ts";
 
 export interface DeadlineRig {
   readonly emulator: ObjectStoreEmulatorServer;
@@ -31,6 +33,27 @@ export interface DeadlineRig {
   readonly closesTimedOutSockets: boolean;
   /** The object's bytes as text. */
   stored(): string | undefined;
+}
+
+/**
+ * The started `emulator` behind a fault proxy, a store built on the proxy's URL and a manual clock;
+ * store, proxy and emulator are closed when the test ends.
+ */
+export async function behindProxy<S extends CheckpointStore>(
+  t: TestContext,
+  emulator: InMemoryObjectEmulator<{ bytes: Buffer }, unknown>,
+  makeStore: (endpointUrl: string, clock: ManualClock) => S,
+): Promise<{ proxy: TcpFaultProxy; store: S; clock: ManualClock; stored: () => string | undefined }> {
+  await emulator.start();
+  const proxy = await TcpFaultProxy.start(emulator.url);
+  const clock = new ManualClock();
+  const store = makeStore(proxy.url, clock);
+  t.after(async () => {
+    await store.close();
+    await proxy.close();
+    await emulator.close();
+  });
+  return { proxy, store, clock, stored: () => emulator.getObject(BUCKET, OBJECT)?.bytes.toString() };
 }
 
 export function deadlineCases(short: number, rig: (t: TestContext) => Promise<DeadlineRig>): void {
