@@ -7,7 +7,7 @@ import type { Config } from "./config/schema.ts";
 import { describeError } from "./errors.ts";
 import { startHealthServer, type HealthServer } from "./obs/health.ts";
 import { silentLogger, type Logger } from "./obs/logger.ts";
-import { createMetrics, StateGauge, type Metrics } from "./obs/metrics.ts";
+import { createMetrics, type Metrics } from "./obs/metrics.ts";
 import { StateFenceError } from "./state/errors.ts";
 import { systemClock, type Clock } from "./util/clock.ts";
 import { retry } from "./util/retry.ts";
@@ -98,7 +98,6 @@ class RunningApp implements App {
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #deps: AppDeps;
-  readonly #leader: StateGauge;
   readonly #watchdog: Watchdog;
   #notReady: string | undefined = "not ready";
   #health: HealthServer | undefined;
@@ -112,7 +111,13 @@ class RunningApp implements App {
     this.#clock = clock;
     this.#log = logger.child({ component: "app" });
     this.#deps = deps;
-    this.#leader = new StateGauge(metrics.meter, "sf2loki_leader", "1 while this replica leads");
+    // Read live at every scrape, and only 1 while the coordinator still vouches for the lease: a process
+    // that was paused past its fence deadline says 0 before its own timers have caught up (#17).
+    metrics.meter
+      .createObservableGauge("sf2loki_leader", { description: "1 while this replica leads" })
+      .addCallback((r) => {
+        r.observe(this.#leading() ? 1 : 0);
+      });
     const wd = config.service.watchdog;
     this.#watchdog = new Watchdog({
       stallMs: wd.stall_timeout,
@@ -120,11 +125,16 @@ class RunningApp implements App {
       clock,
       meter: metrics.meter,
       logger: this.#log,
-      leading: () => this.#isLeader,
+      leading: () => this.#leading(),
       progress: () => graph.pipeline.progress(),
       storeFailing: () => graph.store.failing(STORE_UNREADY_AFTER_MS),
       onStall: (reason) => graph.coordinator.resign(reason),
     });
+  }
+
+  /** Leading as far as anyone asking can tell: our term is running and the lease still vouches for it. */
+  #leading(): boolean {
+    return this.#isLeader && this.graph.coordinator.isLeader;
   }
 
   healthUrl(): string | undefined {
@@ -133,7 +143,7 @@ class RunningApp implements App {
 
   status(): Record<string, unknown> {
     return {
-      leader: this.#isLeader,
+      leader: this.#leading(),
       ready: this.#notReady === undefined,
       not_ready_reason: this.#notReady ?? null,
       coordinator: { type: this.#config.coordinate.type, holder: this.graph.coordinator.holder ?? null },
@@ -197,7 +207,10 @@ class RunningApp implements App {
   async #startHealth(): Promise<void> {
     this.#health = await startHealthServer({
       addr: this.#deps.healthAddr ?? this.#config.service.health_addr,
-      readiness: { notReadyReason: () => this.#notReady, degradation: () => this.#degradation() },
+      readiness: {
+        notReadyReason: () => this.#notReady ?? (this.#leading() || !this.#isLeader ? undefined : "standby"),
+        degradation: () => this.#degradation(),
+      },
       status: () => this.status(),
       liveness: () => this.#watchdog.wedged,
       metrics: this.#metrics.handlePrometheus,
@@ -376,13 +389,11 @@ class RunningApp implements App {
     if (this.#config.coordinate.type !== "noop") {
       // Campaigning: a healthy standby, not a broken replica (readiness says which).
       this.#notReady = "standby";
-      this.#leader.set(0);
     }
     await this.graph.coordinator.run({
       signal: stop.signal,
       onAcquire: () => {
         this.#isLeader = true;
-        this.#leader.set(1);
         this.#notReady = undefined;
         this.#log.info("leading: starting sources and pipeline");
         startRun();
@@ -404,14 +415,12 @@ class RunningApp implements App {
     // noop returns without onLose; drain here.
     await stopRun();
     this.#isLeader = false;
-    this.#leader.set(0);
     return crash;
   }
 
   /** Not the leader from now on, as far as anyone asking can tell (the gauge, /readyz). */
   #demote(): void {
     this.#isLeader = false;
-    this.#leader.set(0);
     this.#notReady = "standby";
   }
 

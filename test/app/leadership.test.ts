@@ -58,10 +58,12 @@ class ScriptedCoordinator implements BuiltCoordinator {
       await cb.onAcquire();
       this.#settle();
       await this.#next(cb.signal);
-      this.#leader = false;
+      // A clean stop keeps the lease until the drain is over; a loss ends it first.
+      if (this.why === "lost") this.#leader = false;
       const losing = cb.onLose(this.why);
       this.onLoseCalled?.();
       await losing;
+      this.#leader = false;
       this.#settle();
     }
   }

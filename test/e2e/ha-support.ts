@@ -18,6 +18,7 @@ import { AzuriteProxy } from "../support/azurite-proxy.ts";
 import { GcsEmulator } from "../support/gcs-emulator.ts";
 import { K8sEmulator } from "../support/k8s-emulator.ts";
 import { S3Emulator } from "../support/s3-emulator.ts";
+import { TcpFaultProxy } from "../support/tcp-fault-proxy.ts";
 
 const BIN = new URL("../../bin/sf2loki.js", import.meta.url).pathname;
 
@@ -294,6 +295,24 @@ export function assertNoCheckpointRegression(writes: readonly CheckpointWrite[])
   });
 }
 
+/**
+ * Every write carries its writer's term (`__fence_epoch__`): once a term's first write has landed, no
+ * write of an older term may land after it (#17: no fenced replica writes into the next term).
+ */
+export function assertNoStaleTermWrite(writes: readonly CheckpointWrite[]): void {
+  let newest = -1;
+  writes.forEach((w, i) => {
+    const raw = w.doc["__fence_epoch__"];
+    assert.ok(raw !== undefined, `write #${i} (by ${w.by ?? "?"}) carries no term: ${JSON.stringify(w.doc)}`);
+    const epoch = Number(raw);
+    assert.ok(
+      epoch >= newest,
+      `write #${i} (by ${w.by ?? "?"}) of term ${epoch} landed after term ${newest} began`,
+    );
+    newest = epoch;
+  });
+}
+
 /** Records every distinct content of the state file (its writes are atomic renames, so each read is whole). */
 function watchStateFile(path: string): { writes: CheckpointWrite[]; stop: () => void } {
   const writes: CheckpointWrite[] = [];
@@ -421,10 +440,19 @@ export class LokiAckGate {
 
 export type PairingKind = "file_lease + file" | "s3_lease + s3" | "k8s_lease + gcs" | "azure_lease + azure";
 
+/**
+ * How a replica is cut off (#17). `refuse`: a partition that answers with RST. `blackhole`: a silent
+ * partition, every socket open and nothing moving. `pause`: SIGSTOP, the file pairing's partition (a
+ * shared volume cannot be cut from one process here; a stopped process is cut from everything).
+ */
+export type IsolateHow = "refuse" | "blackhole" | "pause";
+/** `all`: the lease and the checkpoint store; `store`: the checkpoint store only. */
+export type IsolateScope = "all" | "store";
+
 export interface Pairing {
   readonly kind: PairingKind;
   /** Starts replica `name` (its identity on the lease too) against the shared lease and store. */
-  spawn(name: string): Promise<Replica>;
+  spawn(name: string, extra?: Record<string, unknown>): Promise<Replica>;
   /** Every checkpoint document written so far, in write order. */
   checkpoints(): CheckpointWrite[];
   /**
@@ -435,7 +463,19 @@ export interface Pairing {
   /** k8s only: hold this replica's Lease writes until `heal`. */
   partition(name: string): void;
   heal(name: string): void;
+  /** Cuts `name` off at the wire: each replica reaches the lease and the store through its own proxy. */
+  isolate(name: string, how: IsolateHow, scope: IsolateScope): void;
+  /**
+   * Ends the isolation. Blackholed connections stay dead (a healed partition whose NAT entries are
+   * gone): only new connections work, so every client must notice by its own deadline.
+   */
+  reconnect(name: string): void;
   close(): Promise<void>;
+}
+
+interface ReplicaWire {
+  store: TcpFaultProxy;
+  lease: TcpFaultProxy;
 }
 
 const BUCKET = "sf2loki-ha";
@@ -450,6 +490,25 @@ async function startPairing(
 ): Promise<Pairing> {
   const replicas: Replica[] = [];
   const closers: (() => Promise<void> | void)[] = [];
+  const wires = new Map<string, ReplicaWire>();
+  const replicaNamed = (name: string): Replica => {
+    const found = replicas.find((r) => r.name === name);
+    if (!found) throw new Error(`no replica ${name}`);
+    return found;
+  };
+  const wire = async (name: string, storeTarget: string, leaseTarget: string): Promise<ReplicaWire> => {
+    const port = (url: string): number => Number(new URL(url).port);
+    const w = {
+      store: await TcpFaultProxy.start(port(storeTarget)),
+      lease: await TcpFaultProxy.start(port(leaseTarget)),
+    };
+    wires.set(name, w);
+    closers.push(
+      () => w.store.close(),
+      () => w.lease.close(),
+    );
+    return w;
+  };
   let overrides: (name: string) => Promise<{ tree: Record<string, unknown>; env: NodeJS.ProcessEnv }>;
   let checkpoints: () => CheckpointWrite[];
   let k8s: K8sEmulator | undefined;
@@ -478,18 +537,23 @@ async function startPairing(
     closers.push(() => s3.close());
     const location = { bucket: BUCKET, endpoint_url: url, region: "us-east-1" };
     checkpoints = () => s3.writes.filter((w) => w.key === STATE_KEY).map((w) => parseCheckpoints(w.bytes));
-    overrides = (name) =>
-      Promise.resolve({
+    overrides = async (name) => {
+      const w = await wire(name, url, url);
+      return {
         tree: {
-          coordinate: { type: "s3_lease", s3_lease: { ...location, holder_id: name, ...TIMING } },
-          state: { store: "s3", s3: { ...location, key: STATE_KEY } },
+          coordinate: {
+            type: "s3_lease",
+            s3_lease: { ...location, endpoint_url: w.lease.url, holder_id: name, ...TIMING },
+          },
+          state: { store: "s3", s3: { ...location, endpoint_url: w.store.url, key: STATE_KEY } },
         },
         env: {
           AWS_ACCESS_KEY_ID: "ha-test",
           AWS_SECRET_ACCESS_KEY: "ha-test",
           AWS_EC2_METADATA_DISABLED: "true",
         },
-      });
+      };
+    };
   } else if (kind === "azure_lease + azure") {
     // Azurite behind the recording proxy: every checkpoint upload Azurite applied, in order.
     const azurite = await Azurite.start();
@@ -528,8 +592,11 @@ async function startPairing(
     overrides = async (name) => {
       const proxy = await startForwarder(gcsUrl, attributeGeneration(name, byGeneration));
       closers.push(() => proxy.close());
+      const w = await wire(name, proxy.url, api.url);
       const kubeconfig = join(dir, `kubeconfig-${name}.yaml`);
-      writeFileSync(kubeconfig, kubeconfigFor(api.url, tokenOf(name)));
+      const apiUrl = new URL(api.url);
+      apiUrl.port = String(w.lease.port);
+      writeFileSync(kubeconfig, kubeconfigFor(apiUrl.origin, tokenOf(name)));
       return {
         tree: {
           coordinate: {
@@ -545,19 +612,19 @@ async function startPairing(
           },
           state: { store: "gcs", gcs: { bucket: BUCKET, object_name: STATE_KEY } },
         },
-        env: { STORAGE_EMULATOR_HOST: proxy.url },
+        env: { STORAGE_EMULATOR_HOST: w.store.url },
       };
     };
   }
 
   return {
     kind,
-    spawn: async (name) => {
+    spawn: async (name, extra = {}) => {
       const { tree, env } = await overrides(name);
       const base = world.config(join(dir, "unused-state.json"));
       const config = join(dir, `${name}.yaml`);
       const over = { ...tree, sink: { loki: { url: lokiPushUrl } }, service: { log_level: "info" } };
-      writeFileSync(config, stringify(deepMerge(base, over)));
+      writeFileSync(config, stringify(deepMerge(deepMerge(base, over), extra)));
       const replica = new Replica(name, config, env);
       replicas.push(replica);
       return replica;
@@ -571,7 +638,30 @@ async function startPairing(
     heal: (name) => {
       k8s?.heal(tokenOf(name));
     },
+    isolate: (name, how, scope) => {
+      if (how === "pause") {
+        if (scope !== "all") throw new Error("a paused process is cut from everything");
+        replicaNamed(name).child.kill("SIGSTOP");
+        return;
+      }
+      const w = wires.get(name);
+      if (!w) throw new Error(`${kind} reaches its store and lease without a proxy; use "pause"`);
+      for (const proxy of scope === "all" ? [w.store, w.lease] : [w.store]) {
+        if (how === "refuse") proxy.refuse();
+        else proxy.blackhole();
+      }
+    },
+    reconnect: (name) => {
+      const w = wires.get(name);
+      if (!w) {
+        replicaNamed(name).child.kill("SIGCONT");
+        return;
+      }
+      w.store.heal();
+      w.lease.heal();
+    },
     close: async () => {
+      for (const r of replicas) r.child.kill("SIGCONT"); // a paused replica must hear its SIGTERM
       await Promise.all(replicas.map((r) => r.shutDown()));
       // The org's TCP relay must see their connections close before it is torn down: resetting a
       // relayed socket that is already half-closed leaves a handle that never closes, and the test
@@ -617,6 +707,8 @@ export class HaRig {
   readonly replicas: Replica[] = [];
   readonly sampler = new LeaderSampler(() => this.replicas);
   #stopPublishing: () => void = () => undefined;
+  /** Config merged over every replica's (e.g. a short watchdog for the store-blackhole scenario). */
+  extra: Record<string, unknown> = {};
 
   private constructor(world: DemoWorld, pairing: Pairing, lokiAcks: LokiAckGate) {
     this.world = world;
@@ -678,7 +770,7 @@ export class HaRig {
   }
 
   async #spawn(name: string): Promise<Replica> {
-    const r = await this.pairing.spawn(name);
+    const r = await this.pairing.spawn(name, this.extra);
     this.replicas.push(r);
     return r;
   }
@@ -721,14 +813,12 @@ export class HaRig {
     return { acquiredAt, gaugeAt: this.sampler.firstLeading(r.name, since)! };
   }
 
-  /** SIGTERM, and the exit code of a clean stop. */
+  /** SIGTERM, and the exit code of a clean stop (bounded: a replica that does not exit fails the test). */
   async stop(r: Replica): Promise<void> {
     r.kill("SIGTERM");
-    assert.deepEqual(
-      await r.exited,
-      { code: 0, signal: null },
-      `${r.name}'s exit after SIGTERM:\n${r.tail()}`,
-    );
+    const timer = AbortSignal.timeout(20_000);
+    const exit = await Promise.race([r.exited, delay(20_000, "still running", { signal: timer }).catch(() => "")]);
+    assert.deepEqual(exit, { code: 0, signal: null }, `${r.name}'s exit after SIGTERM:\n${r.tail()}`);
   }
 }
 
@@ -862,5 +952,80 @@ export async function killThenTerm(t: TestContext, rig: HaRig): Promise<Failover
   // last, so a wording gap here does not hide the failover properties above).
   assert.deepEqual(standbyReadyz, { status: 503, body: "standby" }, "b's /readyz while standing by");
   assert.equal(standbyGauge, 0, "a standby that never led exports sf2loki_leader 0");
+  return figures;
+}
+
+// ---- the fault scenario: the leader is cut off at the wire (#17) --------------------------------------
+
+/** The coordinator's log line when its renewals failed for ttl - renew/2. */
+export const FENCED = "lease not renewed in time; fencing this replica and standing by";
+/** The watchdog's log line when a stalled leader hands its lease over. */
+export const RESIGNED = "watchdog: this leader is stalled; resigning the lease so another replica leads";
+/** stall_timeout of the store-only scenario: short, so the test takes seconds. */
+export const STALL_MS = 3000;
+
+export interface IsolationFigures {
+  /** Cut → the standby's "acquired lease". */
+  cutToAcquireMs: number;
+  /** Cut → the cut replica's gauge reads 0 (it says it no longer leads). */
+  cutToDemotedMs: number;
+  duplicates: number;
+}
+
+/**
+ * Replica a leads and b stands by while the org keeps publishing; a is cut off (`how`, `scope`); b must
+ * take over and stream on, a must demote itself in place (no exit) and stay a healthy standby after the
+ * cut heals (blackholed sockets stay dead), and nothing may be lost, regress, or be written by a's
+ * term after b's term began. Never two leaders at any sample.
+ */
+export async function isolateLeader(
+  t: TestContext,
+  rig: HaRig,
+  how: IsolateHow,
+  scope: IsolateScope,
+): Promise<IsolationFigures> {
+  const { world, pairing } = rig;
+  const a = await rig.spawnLeader("replica-a");
+  const b = await rig.spawnStandby("replica-b");
+  rig.startTraffic();
+  await waitFor(() => uniqueDelivered(world) >= 6000, 30_000, "a to deliver 6000 events");
+
+  const cutAt = Date.now();
+  pairing.isolate("replica-a", how, scope);
+  const takeover = await rig.takeover(b, cutAt);
+  if (how === "pause") pairing.reconnect("replica-a");
+  await eventually(async () => (await a.leaderGauge()) === 0, 20_000, "a to say it no longer leads");
+  const demotedAt = Date.now();
+  if (how !== "pause") {
+    // a gave up before b could lead: fenced by its own clock (lease cut) or resigned (store only).
+    const gaveUp = a.logTime(scope === "all" ? FENCED : RESIGNED, cutAt);
+    assert.ok(gaveUp !== undefined, `a never gave up the lead:\n${a.tail()}`);
+    assert.ok(gaveUp <= takeover.acquiredAt, `a gave up at ${gaveUp}, after b led at ${takeover.acquiredAt}`);
+  }
+  assert.ok(a.alive, `the cut leader exited:\n${a.tail()}`);
+  await rig.streamsOn(3000, "b");
+
+  if (how !== "pause") pairing.reconnect("replica-a");
+  await delay(2 * RENEW_MS);
+  assert.ok(a.alive, `the cut leader exited after the cut healed:\n${a.tail()}`);
+  assert.equal((await a.get("/readyz")).body, "standby", "a stays a healthy standby");
+  assert.equal((await b.get("/readyz")).status, 200, "b leads on");
+
+  const samples = await rig.drain();
+  const figures: IsolationFigures = {
+    cutToAcquireMs: takeover.acquiredAt - cutAt,
+    cutToDemotedMs: demotedAt - cutAt,
+    duplicates: totals(world).duplicates,
+  };
+  t.diagnostic(`${pairing.kind} ${how} (${scope}) of the leader: ${JSON.stringify(figures)}`);
+  rig.assertNothingLost();
+  // At most what a had pushed but not committed when it was cut: its lanes' in-flight windows.
+  assert.ok(figures.duplicates <= 8000, `${figures.duplicates} duplicates`);
+  assertOneLeader(samples, [[cutAt, takeover.gaugeAt]]);
+  const writes = pairing.checkpoints();
+  assertNoCheckpointRegression(writes);
+  assertNoStaleTermWrite(writes);
+  await rig.stop(a);
+  await rig.stop(b);
   return figures;
 }
