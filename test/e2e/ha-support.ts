@@ -817,7 +817,10 @@ export class HaRig {
   async stop(r: Replica): Promise<void> {
     r.kill("SIGTERM");
     const timer = AbortSignal.timeout(20_000);
-    const exit = await Promise.race([r.exited, delay(20_000, "still running", { signal: timer }).catch(() => "")]);
+    const exit = await Promise.race([
+      r.exited,
+      delay(20_000, "still running", { signal: timer }).catch(() => ""),
+    ]);
     assert.deepEqual(exit, { code: 0, signal: null }, `${r.name}'s exit after SIGTERM:\n${r.tail()}`);
   }
 }
