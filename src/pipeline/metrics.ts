@@ -16,12 +16,13 @@ export class PipelineMetrics {
   readonly pushDuration: Histogram;
   readonly dropped: Counter;
   readonly abandoned: Counter;
+  readonly commitErrors: Counter;
   readonly lastPushSuccess: StateGauge;
   readonly replayCommit: StateGauge;
   readonly watermark: StateGauge;
 
-  /** `queueDepth` is read at collection time: the sum over lanes of queued items. */
-  constructor(meter: Meter, queueDepth: () => number) {
+  /** Read at collection time: the sums over lanes of queued items and of their queued line bytes. */
+  constructor(meter: Meter, queueDepth: () => number, queueBytes: () => number) {
     this.ingested = meter.createCounter("sf2loki_events_ingested", {
       description: "Real entries that entered the pipeline, by source and event type.",
     });
@@ -44,6 +45,13 @@ export class PipelineMetrics {
     this.abandoned = meter.createCounter("sf2loki_pipeline_entries_abandoned", {
       description: "Entries left uncommitted by a shutdown drain; they are re-read on the next run.",
     });
+    this.commitErrors = meter.createCounter("sf2loki_checkpoint_commit_errors", {
+      description: "Checkpoint store writes that failed after the store's own retries (the run stops).",
+    });
+    // Failure-path counters exist at 0 from start-up, so an alert on them has a series to evaluate on
+    // a healthy daemon instead of going silent for lack of data.
+    this.dropped.add(0);
+    this.commitErrors.add(0);
     // State gauges export their last value continuously (OPEN #90).
     this.lastPushSuccess = new StateGauge(
       meter,
@@ -66,6 +74,14 @@ export class PipelineMetrics {
       })
       .addCallback((result) => {
         result.observe(queueDepth());
+      });
+    meter
+      .createObservableGauge("sf2loki_queue_bytes", {
+        description: "Line bytes queued over all lanes (what queue_max_bytes bounds).",
+        unit: "By",
+      })
+      .addCallback((result) => {
+        result.observe(queueBytes());
       });
   }
 }

@@ -56,16 +56,24 @@ export class Pipeline {
     this.#clock = opts.clock ?? systemClock;
     this.#logger = (opts.logger ?? silentLogger).child({ component: "pipeline" });
     this.#staticLabels = { ...opts.staticLabels };
-    this.#metrics = new PipelineMetrics(opts.meter ?? otel.getMeter("sf2loki"), () => {
-      let depth = 0;
-      for (const lane of this.#run?.lanes.values() ?? []) {
-        depth += lane.queue.size;
-        // Also at collection time: a lane stuck behind a failing push flushes no batches, and
-        // its ingest counts must still be exported.
-        for (const tally of lane.tallies) tally.flush();
-      }
-      return depth;
-    });
+    this.#metrics = new PipelineMetrics(
+      opts.meter ?? otel.getMeter("sf2loki"),
+      () => {
+        let depth = 0;
+        for (const lane of this.#run?.lanes.values() ?? []) {
+          depth += lane.queue.size;
+          // Also at collection time: a lane stuck behind a failing push flushes no batches, and
+          // its ingest counts must still be exported.
+          for (const tally of lane.tallies) tally.flush();
+        }
+        return depth;
+      },
+      () => {
+        let bytes = 0;
+        for (const lane of this.#run?.lanes.values() ?? []) bytes += lane.queue.bytes;
+        return bytes;
+      },
+    );
   }
 
   /** The app installs static labels after its startup auth probe (spec B §3.2). */
