@@ -22,6 +22,12 @@ export default tseslint.config(
     },
   },
   {
+    // Dashboards are written with the SDK's v1 dashboard builders on purpose: v1 JSON imports and
+    // provisions on every Grafana in use, the v2 schema the SDK prefers needs Grafana 12's v2 API.
+    files: ["deploy/grafana/src/**/*.ts"],
+    rules: { "@typescript-eslint/no-deprecated": "off" },
+  },
+  {
     files: ["test/**/*.ts", "bench/**/*.ts"],
     rules: {
       // node:test's describe/it return promises that the runner itself awaits.

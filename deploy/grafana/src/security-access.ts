@@ -1,0 +1,83 @@
+// Security and access (Loki): who logs in, from where, and how logins fail, from the Login
+// EventLogFile (hourly/daily) and the real-time LoginEventStream. Field names are the Salesforce
+// ones sf2loki ships unchanged in each JSON line.
+import { RowBuilder } from "@grafana/grafana-foundation-sdk/dashboard";
+import type { DashboardBuilder } from "@grafana/grafana-foundation-sdk/dashboard";
+import { logs, sf2lokiDashboard, STREAM, table, timeseries } from "./panels.ts";
+
+const ELF_LOGIN = `{${STREAM}, source="eventlogfile", event_type="Login"}`;
+const RT_LOGIN = `{${STREAM}, source="pubsub", event_type="LoginEventStream"}`;
+
+export function securityAccess(): DashboardBuilder {
+  return sf2lokiDashboard(
+    "sf2loki-security-access",
+    "sf2loki / Security and access",
+    "Logins by status and country, failed logins, TLS protocols (Login EventLogFile and LoginEventStream).",
+    ["loki"],
+  )
+    .withRow(new RowBuilder("Real-time logins (LoginEventStream)"))
+    .withPanel(
+      timeseries("loki", "Logins by status", "LoginEventStream events by Status.", "short", [
+        {
+          expr: `sum by (Status) (count_over_time(${RT_LOGIN} | json | __error__="" [$__auto]))`,
+          legend: "{{Status}}",
+        },
+      ]),
+    )
+    .withPanel(
+      timeseries("loki", "Logins by country", "LoginEventStream events by CountryIso (top 10).", "short", [
+        {
+          expr: `topk(10, sum by (CountryIso) (count_over_time(${RT_LOGIN} | json | __error__="" [$__auto])))`,
+          legend: "{{CountryIso}}",
+        },
+      ]),
+    )
+    .withPanel(
+      table(
+        "loki",
+        "Failed logins by user and source IP",
+        "LoginEventStream events whose Status is not Success, over the dashboard range.",
+        `topk(20, sum by (Username, SourceIp, Status) (count_over_time(${RT_LOGIN} | json | Status != "Success" [$__range])))`,
+      ),
+    )
+    .withPanel(
+      table(
+        "loki",
+        "Logins by login type and application",
+        "LoginEventStream events over the dashboard range.",
+        `topk(20, sum by (LoginType, Application) (count_over_time(${RT_LOGIN} | json | __error__="" [$__range])))`,
+      ),
+    )
+    .withRow(new RowBuilder("Login EventLogFile"))
+    .withPanel(
+      timeseries("loki", "ELF logins by status", "Login EventLogFile rows by LOGIN_STATUS.", "short", [
+        {
+          expr: `sum by (LOGIN_STATUS) (count_over_time(${ELF_LOGIN} | json | __error__="" [$__auto]))`,
+          legend: "{{LOGIN_STATUS}}",
+        },
+      ]),
+    )
+    .withPanel(
+      timeseries("loki", "ELF logins by TLS protocol", "Login EventLogFile rows by TLS_PROTOCOL.", "short", [
+        {
+          expr: `sum by (TLS_PROTOCOL) (count_over_time(${ELF_LOGIN} | json | __error__="" [$__auto]))`,
+          legend: "{{TLS_PROTOCOL}}",
+        },
+      ]),
+    )
+    .withPanel(
+      table(
+        "loki",
+        "ELF failed logins by client IP and country",
+        "Login EventLogFile rows whose LOGIN_STATUS is not LOGIN_NO_ERROR.",
+        `topk(20, sum by (CLIENT_IP, COUNTRY_CODE, LOGIN_STATUS) (count_over_time(${ELF_LOGIN} | json | LOGIN_STATUS != "LOGIN_NO_ERROR" [$__range])))`,
+      ),
+    )
+    .withPanel(
+      logs(
+        "Recent failed logins",
+        "Raw LoginEventStream lines whose Status is not Success.",
+        `${RT_LOGIN} | json | Status != "Success"`,
+      ),
+    );
+}

@@ -1,0 +1,94 @@
+// The Grafana kit as shipped: the dashboard JSON equals what `npm run dashboards` generates from
+// deploy/grafana/src, every query parses with Grafana's PromQL and LogQL grammars, and every alert
+// links a runbook section that exists in docs/observability.md.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { DASHBOARDS_DIR, dashboards, render } from "../../deploy/grafana/src/dashboards.ts";
+import { parseQuery } from "./query-syntax.ts";
+import { allShippedQueries, shippedDashboards, type Query } from "./queries.ts";
+
+test("the dashboard JSON files are exactly what `npm run dashboards` generates", () => {
+  const built = dashboards();
+  const onDisk = readdirSync(DASHBOARDS_DIR)
+    .filter((f) => f.endsWith(".json"))
+    .sort();
+  assert.deepEqual(onDisk, Object.keys(built).sort(), "run `npm run dashboards`");
+  for (const [file, d] of Object.entries(built))
+    assert.equal(
+      readFileSync(new URL(file, DASHBOARDS_DIR), "utf8"),
+      render(d),
+      `${file} drifted: run \`npm run dashboards\``,
+    );
+});
+
+test("dashboards have unique uids, the shared variables, and a datasource on every query panel", () => {
+  const uids = new Set<string>();
+  for (const [file, d] of Object.entries(shippedDashboards()) as [string, Record<string, unknown>][]) {
+    const uid = d.uid as string;
+    assert.ok(!uids.has(uid), `${file}: duplicate uid ${uid}`);
+    uids.add(uid);
+    const vars = (d.templating as { list: { name: string }[] }).list.map((v) => v.name);
+    assert.ok(vars.includes("job"), `${file}: no job variable`);
+    const panels = d.panels as {
+      title: string;
+      type: string;
+      datasource?: { uid?: string };
+      targets?: unknown[];
+    }[];
+    assert.ok(panels.length >= 6, `${file}: only ${panels.length} panels`);
+    for (const p of panels.filter((p) => (p.targets ?? []).length > 0)) {
+      const ds = p.datasource?.uid ?? "";
+      assert.match(ds, /^\$\{ds_(prom|loki)\}$/, `${file} "${p.title}": datasource ${ds}`);
+      assert.ok(vars.includes(ds.slice(2, -1)), `${file} "${p.title}": variable ${ds} is not defined`);
+    }
+  }
+});
+
+test("every PromQL and LogQL expression in the dashboards and rule files parses", () => {
+  const queries = allShippedQueries();
+  const byLanguage = { promql: 0, logql: 0 };
+  const problems: string[] = [];
+  for (const q of queries) {
+    byLanguage[q.language]++;
+    for (const e of parseQuery(q).errors) problems.push(`${q.where}: ${e}`);
+  }
+  assert.deepEqual(problems, []);
+  assert.ok(byLanguage.promql >= 30 && byLanguage.logql >= 20, JSON.stringify(byLanguage));
+});
+
+test("the parse check rejects a broken query in either language", () => {
+  const broken: Query[] = [
+    { where: "x", language: "logql", expr: 'sum(count_over_time({job="sf2loki"} | json [5m]) >' },
+    { where: "y", language: "logql", expr: '{job="sf2loki"} | json | unwrap' },
+    { where: "z", language: "promql", expr: "sum by (job (rate(sf2loki_loki_push_total[5m]))" },
+  ];
+  for (const q of broken) assert.notDeepEqual(parseQuery(q).errors, [], q.expr);
+});
+
+/** GitHub's anchor for a Markdown heading. */
+const anchor = (heading: string): string =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\w\- ]/g, "")
+    .replace(/ /g, "-");
+
+test("every alert has a severity and a runbook_url into a section of docs/observability.md", () => {
+  const doc = readFileSync(new URL("../../docs/observability.md", import.meta.url), "utf8");
+  const anchors = new Set([...doc.matchAll(/^#{1,6} (.+)$/gm)].map((m) => anchor(m[1]!)));
+  const alerts = allShippedQueries().filter((q) => q.rule?.alert !== undefined);
+  assert.ok(alerts.length >= 9, `only ${alerts.length} alerts`);
+  for (const a of alerts) {
+    assert.ok(["warning", "critical"].includes(a.rule?.labels?.severity ?? ""), `${a.where}: severity`);
+    const url = a.rule?.annotations?.runbook_url ?? "";
+    const m = /^docs\/observability\.md#(.+)$/.exec(url);
+    assert.ok(m, `${a.where}: runbook_url '${url}'`);
+    assert.ok(anchors.has(m[1]!), `${a.where}: docs/observability.md has no section #${m[1]!}`);
+    assert.equal(
+      m[1],
+      a.rule!.alert!.toLowerCase(),
+      `${a.where}: the runbook section is named after the alert`,
+    );
+  }
+});

@@ -1,0 +1,127 @@
+// One source of truth for metric names: a daemon runs against the simulated org (Pub/Sub, polled
+// objects, EventLogFiles, ApexLogs, org limits) until everything is delivered, its /metrics is
+// scraped, and every dashboard panel and rule must name only metrics and labels that daemon exports
+// (rules: exported by this healthy daemon, so they cannot go silent; dashboards: also instruments
+// src/ declares that appear on their first event), and docs/metrics.md must match src/ and /metrics.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { createApp } from "../../src/app.ts";
+import { deepMerge } from "../../src/config/env.ts";
+import { validateConfig } from "../../src/config/load.ts";
+import { DEMO_TOPICS, startDemoWorld } from "../../src/sim/demo-world.ts";
+import { tempDir } from "../support/tmp.ts";
+import { buildCatalogue, checkQueries, docsDrift, type Catalogue } from "./metric-catalogue.ts";
+import { allShippedQueries, dashboardQueries, PROM_RULE_FILES, ruleQueries, type Query } from "./queries.ts";
+
+/** Runs the daemon until the world's data is all in Loki, and returns its /metrics text. */
+async function scrapeHealthyDaemon(): Promise<string> {
+  const world = await startDemoWorld({
+    eventsPerTopic: 200,
+    topics: DEMO_TOPICS,
+    polling: {
+      objects: { ApiAnomalyEventStore: { records: 50 } },
+      eventLogFiles: { ApexCallout: { rows: 50 }, Report: { rows: 20 } },
+      apexLogs: 5,
+    },
+  });
+  try {
+    const tree = deepMerge(world.config(join(tempDir(), "state.json")), {
+      salesforce: { limits: { enabled: true } },
+    });
+    const app = createApp(validateConfig(tree));
+    const stop = new AbortController();
+    const delivered = (): boolean =>
+      Object.values(world.stats()).every((s) => s.emitted > 0 && s.delivered >= s.emitted) &&
+      Object.values(world.pollingStats()).every((s) => s.emitted > 0 && s.delivered >= s.emitted);
+    let scraped: string | undefined;
+    let failure: Error | undefined;
+    const poll = setInterval(() => {
+      const url = app.healthUrl();
+      if (url === undefined || !delivered() || scraped !== undefined) return;
+      fetch(`${url}/metrics`)
+        .then((r) => r.text())
+        .then(
+          (text) => {
+            scraped = text;
+            stop.abort();
+          },
+          (err: unknown) => {
+            failure = err instanceof Error ? err : new Error(String(err));
+            stop.abort();
+          },
+        );
+    }, 100);
+    const deadline = setTimeout(() => {
+      stop.abort();
+    }, 60_000);
+    try {
+      await app.run(stop.signal);
+    } finally {
+      clearInterval(poll);
+      clearTimeout(deadline);
+    }
+    if (failure !== undefined) throw failure;
+    assert.ok(scraped, `the world was not delivered within 60 s: ${JSON.stringify(world.stats())}`);
+    return scraped;
+  } finally {
+    await world.stop();
+  }
+}
+
+const recordingRules = (): Query[] => PROM_RULE_FILES.flatMap((f) => ruleQueries(f, "promql"));
+
+let catalogue: Catalogue | undefined;
+async function theCatalogue(): Promise<Catalogue> {
+  catalogue ??= buildCatalogue(await scrapeHealthyDaemon(), recordingRules());
+  return catalogue;
+}
+
+test("every dashboard panel and rule names only metrics and labels the daemon exports", async () => {
+  const c = await theCatalogue();
+  const queries = allShippedQueries();
+  assert.ok(queries.length > 40, `only ${queries.length} queries found`);
+  assert.deepEqual(checkQueries(queries, c), []);
+});
+
+test("the failure-path series the alerts read are exported at 0 by a healthy daemon", async () => {
+  const c = await theCatalogue();
+  for (const name of ["sf2loki_loki_entries_dropped_total", "sf2loki_checkpoint_commit_errors_total"])
+    assert.ok(c.exported.has(name), `${name} is missing from /metrics`);
+});
+
+test("docs/metrics.md lists exactly the instruments src/ declares, with the labels /metrics shows", async () => {
+  assert.deepEqual(docsDrift(await theCatalogue()), []);
+});
+
+test("a dashboard naming a metric or label the daemon does not export fails the check", async () => {
+  const c = await theCatalogue();
+  const bogus = {
+    panels: [
+      {
+        title: "bogus",
+        datasource: { type: "prometheus" },
+        targets: [
+          { expr: 'sum(rate(sf2loki_events_ingestd_total{job=~"$job"}[$__rate_interval]))' },
+          { expr: "sum by (tenant) (rate(sf2loki_loki_push_total[5m]))" },
+          { expr: 'sf2loki_queue_depth{topic="x"}' },
+        ],
+      },
+      { title: "logs", datasource: { type: "loki" }, targets: [{ expr: '{job="sf2loki", user="x"}' }] },
+    ],
+  };
+  const rule: Query = {
+    where: "bogus.yaml SomeAlert",
+    language: "promql",
+    expr: "increase(sf2loki_auth_errors_total[5m]) > 0 or sf2loki:nope:rate5m > 1",
+    rule: { alert: "SomeAlert" },
+  };
+  assert.deepEqual(checkQueries([...dashboardQueries("bogus.json", bogus), rule], c), [
+    "bogus.json \"bogus\": 'sf2loki_events_ingestd_total' is not a metric sf2loki exports",
+    "bogus.json \"bogus\": groups by 'tenant', which none of its metrics carries",
+    "bogus.json \"bogus\": 'sf2loki_queue_depth' has no label 'topic'",
+    "bogus.json \"logs\": stream label 'user' is not one sf2loki sends",
+    "bogus.yaml SomeAlert: 'sf2loki_auth_errors_total' is not exported by a healthy daemon; the rule could never see it",
+    "bogus.yaml SomeAlert: 'sf2loki:nope:rate5m' is no recording rule we ship",
+  ]);
+});
