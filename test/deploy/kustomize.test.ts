@@ -41,16 +41,13 @@ const IN_CLUSTER = { KUBERNETES_SERVICE_HOST: "10.0.0.1", KUBERNETES_SERVICE_POR
 const rendered = new Map<string, K8sObject[]>(OVERLAYS.map((o) => [o, renderOverlay(o)]));
 const objectsOf = (overlay: string): K8sObject[] => rendered.get(overlay)!;
 
+/** The overlay's container materialised in a fresh directory, with no test overrides. */
+const podOf = (overlay: string): { argv: string[]; env: Record<string, string> } =>
+  materialise({ objects: objectsOf(overlay), root: tempDir(), pod: POD, secrets: SECRETS, overrides: {} });
+
 /** The effective config: the mounted ConfigMap with the container's env (SF2LOKI_* overrides) applied. */
 async function effectiveConfig(overlay: string): Promise<Config> {
-  const root = tempDir();
-  const { argv, env } = materialise({
-    objects: objectsOf(overlay),
-    root,
-    pod: POD,
-    secrets: SECRETS,
-    overrides: {},
-  });
+  const { argv, env } = podOf(overlay);
   const path = argv[argv.indexOf("--config") + 1];
   assert.ok(path, "the container passes --config");
   return loadConfig(path, env);
@@ -58,14 +55,7 @@ async function effectiveConfig(overlay: string): Promise<Config> {
 
 for (const overlay of OVERLAYS) {
   test(`${overlay}: the rendered config passes sf2loki --check with the container's env and mounts`, () => {
-    const root = tempDir();
-    const { argv, env } = materialise({
-      objects: objectsOf(overlay),
-      root,
-      pod: POD,
-      secrets: SECRETS,
-      overrides: {},
-    });
+    const { argv, env } = podOf(overlay);
     const out = execFileSync(process.execPath, [BIN, ...argv, "--check"], {
       env: { PATH: process.env.PATH ?? "", ...IN_CLUSTER, ...env },
       encoding: "utf8",
