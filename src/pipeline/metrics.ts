@@ -16,7 +16,6 @@ export class PipelineMetrics {
   readonly pushDuration: Histogram;
   readonly dropped: Counter;
   readonly abandoned: Counter;
-  readonly commitErrors: Counter;
   readonly lastPushSuccess: StateGauge;
   readonly replayCommit: StateGauge;
   readonly watermark: StateGauge;
@@ -45,13 +44,9 @@ export class PipelineMetrics {
     this.abandoned = meter.createCounter("sf2loki_pipeline_entries_abandoned", {
       description: "Entries left uncommitted by a shutdown drain; they are re-read on the next run.",
     });
-    this.commitErrors = meter.createCounter("sf2loki_checkpoint_commit_errors", {
-      description: "Checkpoint store writes that failed after the store's own retries (the run stops).",
-    });
-    // Failure-path counters exist at 0 from start-up, so an alert on them has a series to evaluate on
-    // a healthy daemon instead of going silent for lack of data.
+    // Exported at 0 from start-up, so an alert on drops has a series to evaluate on a healthy daemon
+    // instead of going silent for lack of data.
     this.dropped.add(0);
-    this.commitErrors.add(0);
     // State gauges export their last value continuously (OPEN #90).
     this.lastPushSuccess = new StateGauge(
       meter,

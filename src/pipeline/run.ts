@@ -7,7 +7,6 @@ import type { Labels } from "../model.ts";
 import type { Logger } from "../obs/logger.ts";
 import type { Sink } from "../sinks/sink.ts";
 import { laneOf, type LaneName, type Source } from "../sources/source.ts";
-import { StateFenceError } from "../state/errors.ts";
 import type { CheckpointStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { describeError, Sf2LokiError } from "../errors.ts";
@@ -134,8 +133,6 @@ export class PipelineRun {
           onCommitted(commits);
         },
         onError: (err) => {
-          // A fence is a demotion (another replica leads), not a failing store.
-          if (!(err instanceof StateFenceError)) metrics.commitErrors.add(1);
           this.#fail(err);
         },
       },

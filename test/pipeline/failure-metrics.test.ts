@@ -1,46 +1,17 @@
-// The failure-path series alerts read exist at 0 before anything failed (so a rule on them can be
-// evaluated against a healthy daemon), count what they claim to, and the queue exports its bytes.
+// The drop counter alerts read exists at 0 before anything was dropped (so a rule on it can be
+// evaluated against a healthy daemon), and the queue exports its bytes next to its depth.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { StateFenceError } from "../../src/state/errors.ts";
 import { ChannelSource, entry, settle, waitUntil } from "../support/fakes.ts";
 import { harness, stalledStream } from "./harness.ts";
 
 const KEY = "pubsub:/event/LoginEventStream";
 
-test("dropped entries and checkpoint commit errors are exported at 0 from construction", async () => {
+test("dropped entries are exported at 0 from construction", async () => {
   const h = harness([new ChannelSource("pubsub")]);
-  for (const name of ["sf2loki_loki_entries_dropped", "sf2loki_checkpoint_commit_errors"]) {
-    const points = await h.points(name);
-    assert.equal(points.length, 1, `${name} has its start-up series`);
-    assert.equal(points[0]!.value, 0, name);
-  }
-});
-
-/** One entry pushed and acknowledged, its commit failing with `err`; resolves with run()'s rejection. */
-async function failedCommit(err: Error): Promise<{ rejected: unknown; commitErrors: number }> {
-  const src = new ChannelSource("pubsub");
-  const h = harness([src], { batch: { max_entries: 1 } });
-  h.store.failNextCommit(err);
-  const running = h.pipeline.run(new AbortController().signal);
-  src.emit(entry(KEY, "1"));
-  let rejected: unknown;
-  await running.catch((e: unknown) => {
-    rejected = e;
-  });
-  return { rejected, commitErrors: await h.metric("sf2loki_checkpoint_commit_errors") };
-}
-
-test("a failed checkpoint write counts one commit error; a fence (a demotion) counts none", async () => {
-  const broken = new Error("disk full");
-  const failed = await failedCommit(broken);
-  assert.equal(failed.rejected, broken, "the run stops with the store's error");
-  assert.equal(failed.commitErrors, 1);
-
-  const fence = new StateFenceError("another replica leads");
-  const fenced = await failedCommit(fence);
-  assert.equal(fenced.rejected, fence);
-  assert.equal(fenced.commitErrors, 0);
+  const points = await h.points("sf2loki_loki_entries_dropped");
+  assert.equal(points.length, 1, "the start-up series");
+  assert.equal(points[0]!.value, 0);
 });
 
 test("sf2loki_queue_bytes is the line bytes queued across lanes", async () => {
