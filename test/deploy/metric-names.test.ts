@@ -86,7 +86,11 @@ test("every dashboard panel and rule names only metrics and labels the daemon ex
 
 test("the failure-path series the alerts read are exported at 0 by a healthy daemon", async () => {
   const c = await theCatalogue();
-  for (const name of ["sf2loki_loki_entries_dropped_total", "sf2loki_checkpoint_commit_errors_total"])
+  for (const name of [
+    "sf2loki_loki_entries_dropped_total",
+    "sf2loki_checkpoint_store_errors_total",
+    "sf2loki_checkpoint_store_up",
+  ])
     assert.ok(c.exported.has(name), `${name} is missing from /metrics`);
 });
 

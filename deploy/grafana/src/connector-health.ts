@@ -174,13 +174,14 @@ export function connectorHealth(): DashboardBuilder {
     .withPanel(
       timeseries(
         "prometheus",
-        "Checkpoint commit errors and abandoned entries",
-        "Failed store writes (the run stops and the process exits); entries a shutdown left uncommitted (re-read next run).",
+        "Checkpoint store",
+        "Store up (0 from its first failed call until the next success), failed calls by operation, and entries a shutdown left uncommitted (re-read next run).",
         "short",
         [
+          { expr: `min by (instance) (sf2loki_checkpoint_store_up{${JOB}})`, legend: "up {{instance}}" },
           {
-            expr: `sum(increase(sf2loki_checkpoint_commit_errors_total{${JOB}}[${RATE}]))`,
-            legend: "commit errors",
+            expr: `sum by (op) (increase(sf2loki_checkpoint_store_errors_total{${JOB}}[${RATE}]))`,
+            legend: "errors {{op}}",
           },
           {
             expr: `sum(increase(sf2loki_pipeline_entries_abandoned_total{${JOB}}[${RATE}]))`,
