@@ -16,3 +16,10 @@ process.exitCode = await runCli(process.argv.slice(2), {
   env: process.env,
   isTTY: process.stderr.isTTY,
 });
+
+// Whatever is still open now was abandoned on purpose: a request stuck on a silently dead connection
+// that its client library cannot abort (GCS) waits for the kernel, up to ~15 minutes. It must not keep a
+// stopped daemon alive past its shutdown; an idle process has already exited before this fires.
+setTimeout(() => {
+  process.exit();
+}, 1000).unref();

@@ -4,7 +4,16 @@ import { randomUUID } from "node:crypto";
 import { basename, dirname, join } from "node:path";
 import { errnoCode, type StateFs } from "./state-fs.ts";
 
-export async function writeFileAtomic(fs: StateFs, path: string, bytes: Uint8Array): Promise<void> {
+/**
+ * `beforeRename` runs after the temp file is durable and right before the rename: a last check (the HA
+ * fence) as close to the moment the new content becomes visible as a file system allows.
+ */
+export async function writeFileAtomic(
+  fs: StateFs,
+  path: string,
+  bytes: Uint8Array,
+  beforeRename?: () => void | Promise<void>,
+): Promise<void> {
   const dir = dirname(path);
   await fs.mkdir(dir, { recursive: true });
   const temp = join(dir, `.${basename(path)}.${randomUUID()}.tmp`);
@@ -16,6 +25,7 @@ export async function writeFileAtomic(fs: StateFs, path: string, bytes: Uint8Arr
     } finally {
       await handle.close();
     }
+    await beforeRename?.();
     await fs.rename(temp, path);
   } catch (err) {
     await fs.unlink(temp).catch(() => undefined);

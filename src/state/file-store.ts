@@ -150,15 +150,16 @@ export class FileCheckpointStore implements CheckpointStore {
         this.#doc = fresh;
         return;
       }
-      // Once more right before the rename: the read may have taken long enough for the term to end.
-      await fence?.check();
-      await this.#flush(stamped(next, epoch));
+      // Once more right before the rename (after the fsync of the temp file): a plain file has no
+      // compare-and-swap, so this narrows the window in which a paused leader's write can land after
+      // its term ended to the rename call itself (#17).
+      await this.#flush(stamped(next, epoch), () => fence?.check());
     });
   }
 
   /** The cache changes only after the write is durable: a failed flush leaves it as it was. */
-  async #flush(next: CheckpointDocument): Promise<void> {
-    await writeFileAtomic(this.#fs, this.#path, serialiseDocument(next));
+  async #flush(next: CheckpointDocument, beforeRename?: () => void | Promise<void>): Promise<void> {
+    await writeFileAtomic(this.#fs, this.#path, serialiseDocument(next), beforeRename);
     this.#doc = next;
   }
 

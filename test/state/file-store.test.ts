@@ -179,6 +179,26 @@ describe("file store", () => {
       assert.equal(await store.load("k9"), "fresh", "a no-op delete still refreshes the cache");
     });
 
+    test("the fence is checked again after the temp file is durable, right before the rename (#17)", async (t) => {
+      const { path, store } = await storeIn(t, { exclusiveLock: false });
+      await writeFile(path, JSON.stringify({ k1: "v1", __fence_epoch__: "2" }));
+      let checks = 0;
+      store.setFence(
+        testFence({
+          epoch: () => 2,
+          check: () => {
+            // The first check passes; the term ends while the temp file is written and synced.
+            if (++checks > 1) throw new StateFenceError("term ended mid-write");
+          },
+        }),
+      );
+      await assert.rejects(store.commit("k2", "v2"), /term ended mid-write/);
+      assert.equal(checks, 2);
+      assert.deepEqual(await readJson(path), { k1: "v1", __fence_epoch__: "2" }, "nothing renamed over");
+      const leftovers = (await readdir(join(path, ".."))).filter((f) => f.endsWith(".tmp"));
+      assert.deepEqual(leftovers, [], "the temp file is removed");
+    });
+
     test("the fence runs before the epoch check", async (t) => {
       const { path, store } = await storeIn(t, { exclusiveLock: false });
       await writeFile(path, JSON.stringify({ __fence_epoch__: "9" }));
