@@ -436,7 +436,7 @@ export class LokiAckGate {
   }
 }
 
-// ---- the three pairings ----------------------------------------------------------------------------
+// ---- the pairings ----------------------------------------------------------------------------------
 
 export type PairingKind = "file_lease + file" | "s3_lease + s3" | "k8s_lease + gcs" | "azure_lease + azure";
 
