@@ -1,7 +1,7 @@
 // The app's leadership lifecycle with a coordinator driven by hand: standby readiness, loss and
 // re-acquisition without leaked queues or stale caches (#48, #92), and a fenced commit that demotes
 // in place instead of ending the process (#97).
-import { test } from "node:test";
+import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -127,6 +127,32 @@ function setup(world: DemoWorld, statePath: string, coordinator: ScriptedCoordin
   return createApp(validateConfig(tree), { coordinator, healthAddr: "127.0.0.1:0" });
 }
 
+/** A demo world and an app led by hand, both stopped at the end of `t`; waits until it campaigns. */
+async function campaigning(
+  t: TestContext,
+  world: { seed: number; eventsPerTopic: number },
+  statePath = join(tempDir(), "state.json"),
+): Promise<{
+  world: DemoWorld;
+  app: App;
+  coordinator: ScriptedCoordinator;
+  stop: AbortController;
+  run: Promise<void>;
+}> {
+  const demo = await startDemoWorld({ ...world, topics: [TOPIC] });
+  t.after(() => demo.stop());
+  const coordinator = new ScriptedCoordinator();
+  const app = setup(demo, statePath, coordinator);
+  const stop = new AbortController();
+  const run = app.run(stop.signal);
+  t.after(async () => {
+    stop.abort();
+    await run;
+  });
+  await waitFor(() => app.status()["not_ready_reason"] === "standby", "campaigning");
+  return { world: demo, app, coordinator, stop, run };
+}
+
 const replayId = (n: number): string => {
   const b = Buffer.alloc(8);
   b.writeBigUInt64BE(BigInt(n));
@@ -231,17 +257,7 @@ test("a fenced commit demotes to standby in place and never ends the process (#9
 });
 
 test("a lost term demotes before it drains; a stopping one still leads while it drains (#17)", async (t) => {
-  const world = await startDemoWorld({ seed: 5, eventsPerTopic: 500, topics: [TOPIC] });
-  t.after(() => world.stop());
-  const coordinator = new ScriptedCoordinator();
-  const app = setup(world, join(tempDir(), "state.json"), coordinator);
-  const stop = new AbortController();
-  const run = app.run(stop.signal);
-  t.after(async () => {
-    stop.abort();
-    await run;
-  });
-  await waitFor(() => app.status()["not_ready_reason"] === "standby", "campaigning");
+  const { world, app, coordinator } = await campaigning(t, { seed: 5, eventsPerTopic: 500 });
 
   const seen: unknown[] = [];
   coordinator.onLoseCalled = () => seen.push([app.status()["leader"], app.status()["not_ready_reason"]]);
@@ -259,18 +275,8 @@ test("a lost term demotes before it drains; a stopping one still leads while it 
 });
 
 test("the new term's first write stamps its epoch, before any checkpoint; a newer stored epoch hands the lease back", async (t) => {
-  const world = await startDemoWorld({ seed: 7, eventsPerTopic: 0, topics: [TOPIC] });
-  t.after(() => world.stop());
   const statePath = join(tempDir(), "state.json");
-  const coordinator = new ScriptedCoordinator();
-  const app = setup(world, statePath, coordinator);
-  const stop = new AbortController();
-  const run = app.run(stop.signal);
-  t.after(async () => {
-    stop.abort();
-    await run;
-  });
-  await waitFor(() => app.status()["not_ready_reason"] === "standby", "campaigning");
+  const { app, coordinator } = await campaigning(t, { seed: 7, eventsPerTopic: 0 }, statePath);
   await coordinator.acquire();
   const stored = (): Record<string, string> | undefined => {
     try {

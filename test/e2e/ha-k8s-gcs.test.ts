@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
 import {
+  FENCED,
   HaRig,
   RENEW_MS,
   assertNoCheckpointRegression,
@@ -13,9 +14,6 @@ import {
   uniqueDelivered,
   waitFor,
 } from "./ha-support.ts";
-
-/** The coordinator's log line when its renewals failed for ttl - renew/2. */
-const FENCED = "lease not renewed in time; fencing this replica and standing by";
 
 test("k8s_lease + GCS store: kill -9 then SIGTERM of the leader, nothing lost, one leader", async (t) => {
   await killThenTerm(t, await HaRig.start(t, "k8s_lease + gcs", { seed: 23, eventsPerTopic: 5000 }));
