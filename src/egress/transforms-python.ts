@@ -2,18 +2,14 @@
 // regexes, drop_row globs and structured metadata. Matching it keeps hashed pseudonyms and metadata
 // identical across a Python -> TS cut-over.
 
-/** A finite number as Python prints it: shortest round-trip digits, two-digit exponents (`1e-07`). */
-export function pyFiniteNumber(n: number): string {
-  const s = String(n);
-  const exp = /e([+-])(\d)$/.exec(s);
-  return exp ? `${s.slice(0, exp.index)}e${exp[1]}0${exp[2]}` : s;
-}
+import { PyFloat, pyFloatRepr, pyIntRepr } from "../util/py-float.ts";
 
-/** Python `repr(float)`. */
-function pyFloat(n: number): string {
-  if (Number.isNaN(n)) return "nan";
-  if (!Number.isFinite(n)) return n > 0 ? "inf" : "-inf";
-  return pyFiniteNumber(n);
+/**
+ * A finite plain number as Python prints it: a whole one was a Python `int` (a float-typed whole
+ * value arrives boxed as PyFloat), a fractional one a `float`.
+ */
+export function pyFiniteNumber(n: number): string {
+  return Number.isInteger(n) ? pyIntRepr(n) : pyFloatRepr(n);
 }
 
 function pyReprString(s: string): string {
@@ -35,6 +31,7 @@ function pyReprString(s: string): string {
 export function pyRepr(value: unknown): string {
   if (typeof value === "string") return pyReprString(value);
   if (Array.isArray(value)) return `[${value.map(pyRepr).join(", ")}]`;
+  if (value instanceof PyFloat) return pyFloatRepr(value.value);
   if (value !== null && typeof value === "object") {
     return `{${Object.entries(value)
       .map(([k, v]) => `${pyReprString(k)}: ${pyRepr(v)}`)
@@ -43,7 +40,7 @@ export function pyRepr(value: unknown): string {
   return pyStr(value);
 }
 
-/** Python `str()`. JSON cannot tell 1.0 from 1, so integral numbers print as ints. */
+/** Python `str()`. A plain whole number is an int; a float-typed one arrives as PyFloat. */
 export function pyStr(value: unknown): string {
   switch (typeof value) {
     case "string":
@@ -51,12 +48,13 @@ export function pyStr(value: unknown): string {
     case "boolean":
       return value ? "True" : "False";
     case "number":
-      return Number.isInteger(value) ? String(value) : pyFloat(value);
+      return Number.isInteger(value) ? pyIntRepr(value) : pyFloatRepr(value);
     case "bigint":
       return value.toString();
     case "undefined":
       return "None";
     case "object":
+      if (value instanceof PyFloat) return pyFloatRepr(value.value);
       return value === null ? "None" : pyRepr(value);
     default:
       return String(value);

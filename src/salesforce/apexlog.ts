@@ -2,6 +2,7 @@
 // download, retried as a whole (request and body) on transport errors, 429 and 5xx, so one
 // transient failure does not cost the body (#93). Throttling still fails fast.
 import { metrics, type Counter, type Meter } from "@opentelemetry/api";
+import { pyStr } from "../egress/transforms-python.ts";
 import { retry } from "../util/retry.ts";
 import type { RestClient, SObjectRecord } from "./rest.ts";
 import { SalesforceApiError, SalesforceTransportError } from "./rest-errors.ts";
@@ -43,15 +44,19 @@ export function apexLogQuery(
   return `SELECT ${APEXLOG_FIELDS.join(", ")} FROM ApexLog WHERE ${where} ORDER BY StartTime ASC, Id ASC LIMIT ${APEXLOG_PAGE}`;
 }
 
-/** The metadata map of a listed log: the listed fields only, numbers coerced to integers. */
+/**
+ * The metadata map of a listed log, as the Python version built it (its line and structured
+ * metadata show it): every text field through `str()`, so a null is `"None"` and a missing field
+ * `""`; the numbers as integers, 0 when null or unparseable.
+ */
 export function apexLogMetadata(record: SObjectRecord): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const f of APEXLOG_FIELDS) {
     const v = record[f];
-    if (NUMERIC.has(f) && v !== null && v !== undefined) {
-      const n = Math.trunc(Number(v));
-      out[f] = Number.isFinite(n) ? n : v;
-    } else out[f] = v ?? null;
+    if (NUMERIC.has(f)) {
+      const n = v === null || v === undefined ? 0 : Math.trunc(Number(v));
+      out[f] = Number.isFinite(n) ? n : 0;
+    } else out[f] = v === undefined ? "" : pyStr(v);
   }
   return out;
 }

@@ -39,10 +39,15 @@ export function errorForStatus(where: string, status: number, body: string): Sal
 }
 
 /** A 2xx body that must be a JSON object; anything else is a typed error, never a crash (#94). */
-export function jsonObjectOf(where: string, status: number, body: string): Record<string, unknown> {
+export function jsonObjectOf(
+  where: string,
+  status: number,
+  body: string,
+  parse: (text: string) => unknown = JSON.parse,
+): Record<string, unknown> {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(body);
+    parsed = parse(body);
   } catch {
     throw new SalesforceBadResponseError(where, status, body);
   }
@@ -57,8 +62,9 @@ export function queryPageOf(
   where: string,
   status: number,
   body: string,
+  parse?: (text: string) => unknown,
 ): { records: Record<string, unknown>[]; next: string | undefined } {
-  const page = jsonObjectOf(where, status, body);
+  const page = jsonObjectOf(where, status, body, parse);
   const records = page.records;
   if (
     !Array.isArray(records) ||

@@ -9,6 +9,7 @@ import { fullJitter, retry, type RetryPolicy } from "../util/retry.ts";
 import type { AccessToken, AccessTokenSource } from "./access-token.ts";
 import { RestDownload } from "./rest-download.ts";
 import { SalesforceSessionError, SalesforceTransportError, isTransient } from "./rest-errors.ts";
+import { parsePythonJson } from "./rest-json.ts";
 import { errorForStatus, jsonObjectOf, queryPageOf } from "./rest-response.ts";
 
 export interface RestClientOptions {
@@ -39,6 +40,8 @@ export interface CallOptions {
 export interface QueryOptions extends CallOptions {
   /** Tooling API (`ApexLog`, `TraceFlag`). */
   tooling?: boolean;
+  /** Records whose values become Loki lines: numbers keep Python's types (rest-json.ts). */
+  pythonNumbers?: boolean;
 }
 
 export type SObjectRecord = Record<string, unknown>;
@@ -104,7 +107,7 @@ export class RestClient {
     );
     while (path !== undefined) {
       const { status, body } = await this.#getText(path, where, opts);
-      const page = queryPageOf(where, status, body);
+      const page = queryPageOf(where, status, body, opts.pythonNumbers ? parsePythonJson : undefined);
       yield* page.records;
       path = page.next;
     }

@@ -83,6 +83,7 @@ export async function drainDescending(req: DrainRequest): Promise<DrainResult> {
     const page = await req.rest.queryAll(descendingQuery(req.object, req.tsField, req.watermark, window), {
       signal: req.signal,
       where: `${req.object} (Big Object drain)`,
+      pythonNumbers: true,
     });
     let fresh = 0;
     for (const record of page) if (add(record)) fresh++;

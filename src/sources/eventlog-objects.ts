@@ -143,7 +143,11 @@ export class EventLogObjectsSource implements Source {
     for (;;) {
       if (signal.aborted) return;
       const soql = ascendingQuery(obj.name, obj.timestamp_field, cursor.watermark, cursor.lastId, bound);
-      const page = await this.#k.rest.queryAll(soql, { signal, where: `${obj.name} polling` });
+      const page = await this.#k.rest.queryAll(soql, {
+        signal,
+        where: `${obj.name} polling`,
+        pythonNumbers: true,
+      });
       const fresh = page.filter((r) => !cursor.has(r.Id));
       if (fresh.length === 0 && page.length >= PAGE) {
         this.#k.health.stalled(obj.name, cursor.watermark, "a full page of records already shipped");

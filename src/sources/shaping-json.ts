@@ -1,11 +1,12 @@
 // The log line: canonical JSON, byte-identical to the Python sf2loki's
-// `json.dumps(payload, sort_keys=True, default=str)` for the values Salesforce sends, so a replay
-// (or a Python -> TS cut-over) produces identical lines and Loki collapses the duplicates.
-// Known differences (documented in docs/sources.md): an integral float (`1.0`) prints as `1`
-// because JSON.parse cannot tell them apart, and keys are ordered by UTF-16 unit, not code point,
-// which differs only for astral-plane characters in keys.
+// `json.dumps(payload, sort_keys=True, default=str)`, so a replay (or a Python -> TS cut-over)
+// produces identical lines and Loki collapses the duplicates. Floats keep Python's spelling because
+// the decoders box a float-typed whole value as PyFloat (Avro from the schema, SOQL JSON from the
+// number's text); a plain whole number is a Python int. One known difference (docs/sources.md):
+// keys are ordered by UTF-16 unit, not code point, which differs only for astral-plane keys.
 
 import { pyFiniteNumber } from "../egress/transforms-python.ts";
+import { PyFloat, pyFloatRepr } from "../util/py-float.ts";
 
 const NON_ASCII = /[\u007f-\uffff]/g;
 const HAS_NON_ASCII = /[\u007f-\uffff]/;
@@ -30,6 +31,11 @@ function jsonNumber(n: number): string {
   return pyFiniteNumber(n);
 }
 
+/** A boxed float is always finite and whole (NaN and infinities stay plain numbers). */
+function jsonFloat(f: PyFloat): string {
+  return Number.isFinite(f.value) ? pyFloatRepr(f.value) : jsonNumber(f.value);
+}
+
 export function canonicalJson(value: unknown): string {
   switch (typeof value) {
     case "string":
@@ -42,6 +48,7 @@ export function canonicalJson(value: unknown): string {
       return value.toString();
     case "object": {
       if (value === null) return "null";
+      if (value instanceof PyFloat) return jsonFloat(value);
       if (Array.isArray(value)) return `[${value.map(canonicalJson).join(", ")}]`;
       const obj = value as Record<string, unknown>;
       const keys = Object.keys(obj)

@@ -2,6 +2,7 @@
 // fallback (the file's CreatedDate, the watermark) unless it is too old for Loki, otherwise now.
 import { msToNs } from "../model.ts";
 import { parseSfTimestampNs } from "../salesforce/soql-datetime.ts";
+import { PyFloat } from "../util/py-float.ts";
 
 const HOUR_NS = 3_600_000_000_000n;
 const CLAMP_NS = 300_000_000_000n;
@@ -10,6 +11,7 @@ const CLAMP_NS = 300_000_000_000n;
 export function timestampOf(value: unknown): bigint | undefined {
   if (typeof value === "number") return Number.isFinite(value) ? msToNs(value) : undefined;
   if (typeof value === "string") return parseSfTimestampNs(value.trim());
+  if (value instanceof PyFloat) return msToNs(value.value);
   return undefined;
 }
 

@@ -127,7 +127,11 @@ describe("PubSubSource entries", () => {
     assert.equal(payload.EventIdentifier, "sim-LoginEventStream-1");
     assert.deepEqual(Object.keys(payload), Object.keys(payload).sort());
     assert.match(first.line, /^\{"AdditionalInfo": "\{\}", "Application": /);
-    assert.equal(first.timestampNs, BigInt(payload.EventDate as number) * 1_000_000n);
+    // EventDate is timestamp-millis: the line holds Python's str(datetime), the entry its instant.
+    assert.equal(
+      first.timestampNs,
+      BigInt(Date.parse((payload.EventDate as string).replace(" ", "T"))) * 1_000_000n,
+    );
     assert.equal(first.structuredMetadata.Username, payload.Username);
     assert.equal("Nope" in first.structuredMetadata, false);
     for (const e of real(all).filter((x) => x.labels.event_type === "LoginEventStream")) {

@@ -2,6 +2,7 @@
 // changes meaning (§3.5).
 import avsc from "avsc";
 import type { Gauge } from "@opentelemetry/api";
+import { pythonDecodeOptions } from "./avro-python.ts";
 import { SchemaFetchError } from "./errors.ts";
 
 export type SchemaFetcher = (schemaId: string, signal?: AbortSignal) => Promise<string>;
@@ -59,15 +60,16 @@ export class SchemaCache {
 }
 
 /**
- * Unions decode unwrapped (a plain value or null), longs as numbers, logical types ignored (epoch
- * millis stay numbers). A schema whose unions avsc cannot unwrap falls back to its `auto` mode.
+ * Unions decode unwrapped (a plain value or null), longs as numbers, and doubles, bytes and logical
+ * types as the Python version's fastavro reader gives them (avro-python.ts). A schema whose unions
+ * avsc cannot unwrap falls back to its `auto` mode.
  */
 export function parseSchema(json: string): avsc.Type {
   const schema = JSON.parse(json) as avsc.Schema;
   try {
-    return avsc.Type.forSchema(schema, { wrapUnions: false });
+    return avsc.Type.forSchema(schema, pythonDecodeOptions(false));
   } catch {
-    return avsc.Type.forSchema(schema, { wrapUnions: "auto" });
+    return avsc.Type.forSchema(schema, pythonDecodeOptions("auto"));
   }
 }
 
