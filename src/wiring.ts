@@ -6,6 +6,7 @@ import type { Config } from "./config/schema.ts";
 import { resolvedOrgs, type ResolvedOrg } from "./config/orgs.ts";
 import { buildCoordinator, type BuiltCoordinator } from "./coordinate/build.ts";
 import { silentLogger, type Logger } from "./obs/logger.ts";
+import { orgMeter } from "./obs/org-meter.ts";
 import { Pipeline } from "./pipeline/pipeline.ts";
 import { TokenProvider } from "./salesforce/auth.ts";
 import { LimitsPoller } from "./salesforce/limits.ts";
@@ -112,11 +113,13 @@ function wireOrg(config: Config, org: ResolvedOrg, common: Common, pollOnce: boo
   const sources = org.sources;
   checkOverlap(sources, org.name);
   const orgLogger = org.name ? common.logger.child({ org: org.name }) : common.logger;
-  const auth = new TokenProvider({ settings: org.salesforce, orgName: org.name, ...common });
+  // Under multi-org every per-org metric carries `org` (Python's Metrics.for_org).
+  const own: Common = org.name ? { ...common, meter: orgMeter(common.meter, org.name) } : common;
+  const auth = new TokenProvider({ settings: org.salesforce, orgName: org.name, ...own });
   const rest = new RestClient({
     tokens: auth,
     apiVersion: org.salesforce.api_version,
-    ...common,
+    ...own,
     logger: orgLogger,
   });
   const identity = {
@@ -130,7 +133,7 @@ function wireOrg(config: Config, org: ResolvedOrg, common: Common, pollOnce: boo
     const rules = compileTransforms(sources.pubsub.transforms, {
       source: "pubsub",
       salt: sources.transform_salt,
-      meter: common.meter,
+      meter: own.meter,
     });
     inner.push(
       new PubSubSource({
@@ -141,7 +144,7 @@ function wireOrg(config: Config, org: ResolvedOrg, common: Common, pollOnce: boo
         ownedCategories: ownedCategories(sources, "pubsub"),
         structuredMetadataFields: fields,
         ...(rules.empty ? {} : { transform: (payload) => rules.apply(payload) }),
-        ...common,
+        ...own,
       }),
     );
   }
@@ -152,7 +155,7 @@ function wireOrg(config: Config, org: ResolvedOrg, common: Common, pollOnce: boo
     structuredMetadataFields: fields,
     transformSalt: sources.transform_salt,
     once: pollOnce,
-    ...common,
+    ...own,
     logger: orgLogger,
   };
   if (sources.eventlog_objects.enabled && sources.eventlog_objects.objects.length > 0) {

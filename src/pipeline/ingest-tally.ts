@@ -1,12 +1,12 @@
 // Ingest metrics for one producer (spec B §2.4). The counter is tallied locally and added to the
 // instrument when the lane flushes a batch: an OTel add() per entry hashes its attributes, which
 // costs more than the rest of the hot path. The lag histogram has no batched form, so it records
-// per entry with a cached attribute object.
+// per entry with a cached attribute object. Under multi-org both carry the entry's `org`.
 import type { Counter, Histogram } from "@opentelemetry/api";
 import type { LogEntry } from "../model.ts";
 
 interface Slot {
-  readonly attrs: { source: string; event_type: string };
+  readonly attrs: { source: string; event_type: string; org?: string };
   n: number;
 }
 
@@ -23,15 +23,17 @@ export class IngestTally {
     this.#lag = lag;
   }
 
-  /** A real entry entered the pipeline at wall-clock `nowMs`. */
-  record(entry: LogEntry, nowMs: number): void {
+  /** A real entry of `org` (multi-org; else undefined) entered the pipeline at wall-clock `nowMs`. */
+  record(entry: LogEntry, nowMs: number, org?: string): void {
     const eventType = entry.labels.event_type ?? "unknown";
     let slot = this.#last;
-    if (slot?.attrs.event_type !== eventType) {
-      slot = this.#byType.get(eventType);
+    if (slot?.attrs.event_type !== eventType || slot.attrs.org !== org) {
+      const key = org === undefined ? eventType : `${org}\n${eventType}`;
+      slot = this.#byType.get(key);
       if (slot === undefined) {
-        slot = { attrs: { source: this.#source, event_type: eventType }, n: 0 };
-        this.#byType.set(eventType, slot);
+        const attrs = { source: this.#source, event_type: eventType };
+        slot = { attrs: org === undefined ? attrs : { ...attrs, org }, n: 0 };
+        this.#byType.set(key, slot);
       }
       this.#last = slot;
     }

@@ -77,13 +77,15 @@ export class Producer {
 
   /** Static labels, ingest metrics and the queue cost of a real entry. */
   #admit(entry: LogEntry): number {
+    // The source's own `org` (multi-org), read before the static labels are merged in.
+    const org = entry.labels.org;
     if (entry.labels !== this.#labelsIn) {
       this.#labelsIn = entry.labels;
       this.#labelsOut = this.#hasStatic ? { ...entry.labels, ...this.#deps.staticLabels } : entry.labels;
       this.#labelsChars = mapChars(this.#labelsOut);
     }
     entry.labels = this.#labelsOut;
-    this.#deps.tally.record(entry, this.#deps.clock.now());
+    this.#deps.tally.record(entry, this.#deps.clock.now(), org);
     return entryCost(entry, this.#labelsChars);
   }
 }
