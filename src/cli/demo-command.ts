@@ -91,7 +91,8 @@ async function runDemo(
   let ticker: NodeJS.Timeout | undefined;
   try {
     const config = validateConfig(world.config(join(dir, "state.json")));
-    const logger = createLogger({ level: "warn", format: io.isTTY ? "text" : "json" });
+    // Warnings only, on stderr: stdout carries the summary (`--json`).
+    const logger = createLogger({ level: "warn", format: io.isTTY ? "text" : "json", stderr: true });
     const app = createApp(config, { logger, version: VERSION });
     if (!o.json)
       io.stderr(

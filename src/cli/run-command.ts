@@ -12,7 +12,8 @@ export async function runDaemon(configPath: string | undefined, io: CliIO): Prom
   };
   try {
     const config = await loadConfig(configPath, io.env);
-    const format = config.service.log_format === "json" && io.isTTY ? "text" : config.service.log_format;
+    // A named format is always honoured; only an unnamed one turns human on a terminal.
+    const format = config.service.log_format ?? (io.isTTY ? "text" : "json");
     const logger = createLogger({ level: config.service.log_level, format });
     const app = createApp(config, { logger, version: VERSION });
     process.once("SIGINT", onSignal);

@@ -42,11 +42,11 @@ const service = z.strictObject({
       .default("info"),
     { description: "debug, info, warning, error or critical (case-insensitive)." },
   ),
-  log_format: oneOf(
-    ["json", "logfmt", "text"],
-    "json",
-    "Log format on stderr: json, logfmt, or text (human).",
-  ),
+  log_format: meta(z.enum(["json", "logfmt", "text"]).optional(), {
+    description:
+      "json or logfmt: the Python version's structlog keys (event, level, timestamp, fields), one record per line on stdout; text: human, on stderr.",
+    derivedDefault: "json; text when stderr is a terminal",
+  }),
   health_addr: str(
     ":8080",
     "Address of /healthz, /readyz, /statusz and /metrics (host:port, `:port` for all interfaces).",

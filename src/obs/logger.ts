@@ -1,13 +1,21 @@
-// pino, configured once. JSON by default (what log shippers want); logfmt or a human format when asked.
+// pino, configured once. The machine formats speak the Python sf2loki's structlog dialect, so an
+// operator's log pipeline keeps parsing after the swap: one record per line on stdout, the message
+// under `event`, `level` in Python's words, an ISO-8601 UTC `timestamp`, then the fields. The human
+// `text` format (stderr) is for a terminal.
 import { pino, type Logger, type DestinationStream } from "pino";
 
 export type { Logger };
 
+export type LogFormat = "json" | "logfmt" | "text";
+
 export interface LoggerOptions {
   level?: string;
   /** `json` (default), `logfmt`, or `text` (human-readable). */
-  format?: "json" | "logfmt" | "text";
+  format?: LogFormat;
+  /** Defaults to stdout for `json`/`logfmt` (as structlog's PrintLogger), stderr for `text`. */
   destination?: DestinationStream;
+  /** Without a destination: force stderr (a command whose stdout carries its own output). */
+  stderr?: boolean;
 }
 
 const LEVEL_ALIASES: Record<string, string> = { warning: "warn", critical: "fatal" };
@@ -17,28 +25,41 @@ export function normaliseLevel(level: string): string {
   return LEVEL_ALIASES[lower] ?? lower;
 }
 
+/** pino's level numbers in Python's logging words (trace has no Python twin: debug). */
+const PY_LEVEL: Record<number, string> = {
+  10: "debug",
+  20: "debug",
+  30: "info",
+  40: "warning",
+  50: "error",
+  60: "critical",
+};
+
 export function createLogger(opts: LoggerOptions = {}): Logger {
   const level = normaliseLevel(opts.level ?? "info");
-  const destination = opts.destination ?? pino.destination({ fd: 2, sync: false });
   const format = opts.format ?? "json";
-  if (format === "json") {
-    return pino(
-      { level, base: { service: "sf2loki" }, timestamp: pino.stdTimeFunctions.isoTime },
-      destination,
-    );
-  }
+  const destination =
+    opts.destination ?? pino.destination({ fd: format === "text" || opts.stderr ? 2 : 1, sync: false });
+  // pino renders its own JSON (numeric level, epoch time); the stream below re-renders each record
+  // in the target dialect, so pino keeps its levels, child bindings and error serialisers.
   return pino(
-    { level, base: undefined, timestamp: false, formatters: { level: (label) => ({ level: label }) } },
-    textStream(destination, format),
+    { level, base: undefined, timestamp: pino.stdTimeFunctions.epochTime },
+    recordStream(destination, format),
   );
 }
 
 /** A logger that writes nothing: the default for library components constructed in tests. */
 export const silentLogger: Logger = pino({ level: "silent" });
 
-/** Re-renders pino's JSON lines as logfmt or as `LEVEL component: msg key=value` text. */
-function textStream(out: DestinationStream, format: "logfmt" | "text"): DestinationStream {
+type Flushable = DestinationStream & { flush?: (cb?: (err?: Error) => void) => void };
+
+function recordStream(out: Flushable, format: LogFormat): Flushable {
   return {
+    // logger.flush() at shutdown reaches the real destination's buffer.
+    flush(cb?: (err?: Error) => void): void {
+      if (out.flush) out.flush(cb);
+      else cb?.();
+    },
     write(chunk: string): void {
       let rec: Record<string, unknown>;
       try {
@@ -47,28 +68,62 @@ function textStream(out: DestinationStream, format: "logfmt" | "text"): Destinat
         out.write(chunk);
         return;
       }
-      const { level, msg, component, org, ...rest } = rec;
-      const time = new Date().toISOString();
-      const pairs = Object.entries(rest).map(([k, v]) => `${k}=${logfmtValue(v)}`);
-      if (format === "logfmt") {
-        const head = [`time=${time}`, `level=${logfmtValue(level)}`];
-        if (component !== undefined) head.push(`component=${logfmtValue(component)}`);
-        if (org !== undefined) head.push(`org=${logfmtValue(org)}`);
-        head.push(`msg=${logfmtValue(msg)}`);
-        out.write([...head, ...pairs].join(" ") + "\n");
-      } else {
-        const where = [component, org].filter((x) => typeof x === "string").join("/");
-        const lvl = typeof level === "string" ? level.toUpperCase() : "INFO";
-        out.write(
-          `${time} ${lvl.padEnd(5)} ${where ? where + ": " : ""}${String(msg)} ${pairs.join(" ")}`.trimEnd() +
-            "\n",
-        );
+      const { level, time, msg, ...fields } = rec;
+      const word = (typeof level === "number" ? PY_LEVEL[level] : undefined) ?? "info";
+      const timestamp = pyIsoTimestamp(typeof time === "number" ? time : Date.now());
+      if (format === "text") out.write(textLine(timestamp, word, msg, fields));
+      else {
+        const ordered: [string, unknown][] = [
+          ["event", msg ?? ""],
+          ["level", word],
+          ["timestamp", timestamp],
+          ...Object.entries(fields),
+        ];
+        out.write((format === "json" ? jsonLine(ordered) : logfmtLine(ordered)) + "\n");
       }
     },
   };
 }
 
+/** structlog's `TimeStamper(fmt="iso")` in UTC: microseconds and a `Z`. */
+function pyIsoTimestamp(ms: number): string {
+  return new Date(ms).toISOString().replace("Z", "000Z");
+}
+
+// Python's json.dumps: `", "` and `": "` separators and ASCII-only output.
+const NON_ASCII = /[\u007f-\uffff]/g;
+function pyJson(v: unknown): string {
+  if (v === null || typeof v !== "object") {
+    const s = v === undefined || typeof v === "function" ? "null" : JSON.stringify(v);
+    return s.replace(NON_ASCII, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  }
+  if (Array.isArray(v)) return `[${v.map(pyJson).join(", ")}]`;
+  return `{${Object.entries(v)
+    .map(([k, x]) => `${pyJson(k)}: ${pyJson(x)}`)
+    .join(", ")}}`;
+}
+
+function jsonLine(entries: [string, unknown][]): string {
+  return `{${entries.map(([k, v]) => `${pyJson(k)}: ${pyJson(v)}`).join(", ")}}`;
+}
+
+/** structlog's LogfmtRenderer: `key=value`, quoted when the value holds a space, `=` or `"`. */
+function logfmtLine(entries: [string, unknown][]): string {
+  return entries.map(([k, v]) => `${k}=${logfmtValue(v)}`).join(" ");
+}
+
 function logfmtValue(v: unknown): string {
-  const s = typeof v === "string" ? v : JSON.stringify(v);
-  return /[\s"=]/.test(s) || s === "" ? JSON.stringify(s) : s;
+  if (v === null || v === undefined) return "";
+  const s = typeof v === "string" ? v : typeof v === "boolean" ? String(v) : JSON.stringify(v);
+  if (!/[\s="]/.test(s)) return s;
+  return `"${s.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n")}"`;
+}
+
+/** `2026-12-01T10:00:00.000000Z WARNING component/org: msg key=value`, for a terminal. */
+function textLine(timestamp: string, level: string, msg: unknown, fields: Record<string, unknown>): string {
+  const { component, org, ...rest } = fields;
+  const where = [component, org].filter((x) => typeof x === "string").join("/");
+  const pairs = Object.entries(rest).map(([k, v]) => `${k}=${logfmtValue(v)}`);
+  const head = `${timestamp} ${level.toUpperCase().padEnd(8)} ${where ? where + ": " : ""}${String(msg)}`;
+  return `${head} ${pairs.join(" ")}`.trimEnd() + "\n";
 }

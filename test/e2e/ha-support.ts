@@ -54,6 +54,19 @@ export interface LogLine {
   [key: string]: unknown;
 }
 
+const LEVELS: Record<string, number> = { debug: 20, info: 30, warning: 40, error: 50, critical: 60 };
+
+/** The daemon's Python-dialect record (event, level word, ISO timestamp) as a LogLine. */
+function fromPythonRecord(rec: Record<string, unknown>): LogLine {
+  const { event, level, timestamp, ...fields } = rec;
+  return {
+    ...fields,
+    msg: String(event),
+    level: LEVELS[String(level)] ?? 30,
+    time: typeof timestamp === "string" ? Date.parse(timestamp) : Number.NaN,
+  };
+}
+
 export type GaugeReading = number | "absent" | "down";
 
 /** One `sf2loki --config` child process, its parsed stderr log and its health endpoints. */
@@ -69,13 +82,17 @@ export class Replica {
   constructor(name: string, configPath: string, env: NodeJS.ProcessEnv) {
     this.name = name;
     this.child = spawn(process.execPath, [BIN, "--config", configPath], {
-      stdio: ["ignore", "ignore", "pipe"],
+      stdio: ["ignore", "pipe", "pipe"],
       env: { ...process.env, ...env },
     });
     this.exited = new Promise((resolve) => {
       this.child.once("exit", (code, signal) => {
         resolve({ code, signal });
       });
+    });
+    // JSON records go to stdout (structlog's place); stderr keeps anything else for the tail.
+    this.child.stdout?.on("data", (chunk: Buffer) => {
+      this.#consume(chunk.toString("utf8"));
     });
     this.child.stderr?.on("data", (chunk: Buffer) => {
       this.#consume(chunk.toString("utf8"));
@@ -90,10 +107,7 @@ export class Replica {
       if (this.#raw.length > 200) this.#raw.shift();
       if (!line.startsWith("{")) continue;
       try {
-        const parsed = JSON.parse(line) as LogLine;
-        // pino writes ISO timestamps here; keep ms since the epoch to compare with the test's clock.
-        const time: unknown = parsed.time;
-        if (typeof time === "string") parsed.time = Date.parse(time);
+        const parsed = fromPythonRecord(JSON.parse(line) as Record<string, unknown>);
         this.logs.push(parsed);
         if (parsed.msg === "health server listening" && typeof parsed.url === "string")
           this.#url = parsed.url;

@@ -13,7 +13,10 @@ export async function waitFor(cond: () => boolean, ms: number, what: string): Pr
   }
 }
 
-/** `sf2loki --config <config>` as a child process; stderr (the JSON log) is piped for diagnostics. */
+/**
+ * `sf2loki --config <config>` as a child process; stderr (errors) is piped for diagnostics. The JSON
+ * log goes to stdout, which is ignored: an unread pipe would stall the child once it fills.
+ */
 export function spawnDaemon(config: string): ChildProcess {
   return spawn(process.execPath, [BIN, "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
 }
