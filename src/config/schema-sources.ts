@@ -102,6 +102,10 @@ const pubsub = section(
     include: strList("Globs a discovered topic must match (`*` also matches `/`).", ["*"]),
     exclude: strList("Globs that remove discovered topics."),
     rediscovery_interval: duration("1h", "How often `*` is re-resolved; 0 discovers at startup only."),
+    discover_event_store_pairs: bool(
+      false,
+      "`*` also discovers /event/<X>Event wherever an <X>EventStore exists (the newer RTEM generation, e.g. ApiAnomalyEvent). Off: exactly the Python version's *EventStream set.",
+    ),
     sample: meta(
       z
         .record(

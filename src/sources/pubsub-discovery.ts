@@ -1,5 +1,6 @@
-// Wildcard topic discovery through describeGlobal (spec A §2.3, with fix #122): every `*EventStream`
-// sObject, plus `<X>Event` when its `<X>EventStore` twin exists (the newer RTEM generation).
+// Wildcard topic discovery through describeGlobal (spec A §2.3): every `*EventStream` sObject, as
+// the Python version discovers. `<X>Event` with an `<X>EventStore` twin (the newer RTEM generation,
+// #122) joins only when `discover_event_store_pairs` asks: a swap must not add topics on its own.
 import type { TokenSource } from "../salesforce/auth.ts";
 import { getWithBearer } from "../salesforce/auth-http.ts";
 import { Sf2LokiError } from "../errors.ts";
@@ -33,11 +34,18 @@ export class DescribeGlobalDiscoverer implements TopicDiscoverer {
   readonly #auth: TokenSource;
   readonly #apiVersion: string;
   readonly #onResult: ((found: DiscoveredTopics) => void) | undefined;
+  readonly #storePairs: boolean;
 
-  constructor(auth: TokenSource, apiVersion: string, onResult?: (found: DiscoveredTopics) => void) {
+  constructor(
+    auth: TokenSource,
+    apiVersion: string,
+    onResult?: (found: DiscoveredTopics) => void,
+    opts: { storePairs?: boolean } = {},
+  ) {
     this.#auth = auth;
     this.#apiVersion = apiVersion;
     this.#onResult = onResult;
+    this.#storePairs = opts.storePairs ?? false;
   }
 
   async discover(signal?: AbortSignal): Promise<string[]> {
@@ -66,7 +74,7 @@ export class DescribeGlobalDiscoverer implements TopicDiscoverer {
       }
       const found = topicsFromSObjects(names);
       this.#onResult?.(found);
-      return [...found.streams, ...found.storePairs].sort();
+      return (this.#storePairs ? [...found.streams, ...found.storePairs] : found.streams).sort();
     }
   }
 }

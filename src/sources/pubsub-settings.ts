@@ -26,6 +26,8 @@ export interface PubSubSettings {
   bridge_max_bytes: number;
   /** Plaintext gRPC; only for a loopback simulator. */
   insecure?: boolean;
+  /** `*` also discovers `/event/<X>Event` where `<X>EventStore` exists (off: Python's discovery). */
+  discover_event_store_pairs?: boolean;
 }
 
 export interface OrgIdentity {

@@ -86,9 +86,18 @@ export class PubSubSource implements Source {
     };
     this.#discoverer =
       opts.discoverer ??
-      new DescribeGlobalDiscoverer(opts.auth, opts.apiVersion ?? "60.0", (found) => {
-        this.#log.info({ eventStream: found.streams, storePair: found.storePairs }, "topics discovered");
-      });
+      new DescribeGlobalDiscoverer(
+        opts.auth,
+        opts.apiVersion ?? "60.0",
+        (found) => {
+          const pairs = opts.settings.discover_event_store_pairs === true;
+          this.#log.info(
+            { eventStream: found.streams, ...(pairs ? { storePair: found.storePairs } : {}) },
+            "topics discovered",
+          );
+        },
+        { storePairs: opts.settings.discover_event_store_pairs === true },
+      );
   }
 
   /** Explicit topics after dedupe and include/exclude: what the overlap guard and ELF exclusion see. */

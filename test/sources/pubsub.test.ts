@@ -8,6 +8,7 @@ import { TokenProvider } from "../../src/salesforce/auth.ts";
 import { replayIdFromSequence } from "../../src/salesforce/pubsub/proto.ts";
 import type { SimOrg } from "../../src/sim/salesforce/index.ts";
 import { PubSubSource, type PubSubSettings, type PubSubSourceOptions } from "../../src/sources/pubsub.ts";
+import { DescribeGlobalDiscoverer } from "../../src/sources/pubsub-discovery.ts";
 import { shouldKeep } from "../../src/sources/shaping-sample.ts";
 import type { CheckpointReader } from "../../src/sources/source.ts";
 import {
@@ -448,11 +449,22 @@ describe("PubSubSource wildcard", () => {
     "/data/AccountChangeEvent",
   ];
 
-  it("discovers *EventStream and Event/EventStore pairs, filtered by include/exclude and owned categories", async (t) => {
+  it("discovers exactly the Python version's *EventStream set by default", async (t) => {
+    const sim = await simOrg(t, { topics: TOPICS, eventsPerTopic: 2 });
+    const auth = new TokenProvider({ settings: clientCredentials(sim) });
+    const found = await new DescribeGlobalDiscoverer(auth, "60.0").discover();
+    assert.deepEqual(found, [API, URI, LOGIN]);
+    const wider = await new DescribeGlobalDiscoverer(auth, "60.0", undefined, {
+      storePairs: true,
+    }).discover();
+    assert.deepEqual(wider, ["/event/ApiAnomalyEvent", API, URI, LOGIN]);
+  });
+
+  it("with discover_event_store_pairs, adds Event/EventStore pairs, filtered by include/exclude and owned categories", async (t) => {
     const sim = await simOrg(t, { topics: TOPICS, eventsPerTopic: 2 });
     const { source, logs } = sourceFor(
       sim,
-      { topics: ["*"], include: ["/event/*"], exclude: ["*Lightning*"] },
+      { topics: ["*"], include: ["/event/*"], exclude: ["*Lightning*"], discover_event_store_pairs: true },
       { ownedCategories: new Set(["login"]) },
     );
 
