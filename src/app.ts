@@ -9,6 +9,7 @@ import { startHealthServer, type HealthServer } from "./obs/health.ts";
 import { silentLogger, type Logger } from "./obs/logger.ts";
 import { createMetrics, type Metrics } from "./obs/metrics.ts";
 import { StateFenceError } from "./state/errors.ts";
+import { unsaltedHashSources } from "./egress/salt-check.ts";
 import { systemClock, type Clock } from "./util/clock.ts";
 import { retry } from "./util/retry.ts";
 import { Watchdog } from "./watchdog.ts";
@@ -195,6 +196,14 @@ class RunningApp implements App {
       },
       "sf2loki starting",
     );
+    for (const { org } of this.graph.orgs) {
+      const unsalted = unsaltedHashSources(org.sources);
+      if (unsalted.length > 0)
+        this.#log.warn(
+          { ...(org.name ? { org: org.name } : {}), sources: unsalted },
+          "hash transforms run without sources.transform_salt: an unsalted SHA-256 of an email or IP is reversible by hashing candidates; set transform_salt or transform_salt_file",
+        );
+    }
     if (egressConfigured(c)) {
       // Say so loudly rather than let an operator believe a budget protects them.
       this.#log.warn(

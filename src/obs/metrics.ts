@@ -1,10 +1,12 @@
 // One OpenTelemetry meter feeds both the Prometheus text served on /metrics and the optional OTLP/HTTP
-// push. Version lives on sf2loki_build_info only, never on every series (#82).
+// push, sent as protobuf like the Python version's (`otlp.proto.http`) with `service.name` and
+// `service.version` on the resource. Version lives on sf2loki_build_info only, never on every
+// series (#82).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Meter } from "@opentelemetry/api";
 import { MeterProvider, PeriodicExportingMetricReader, type MetricReader } from "@opentelemetry/sdk-metrics";
 import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
-import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http";
+import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 
 export interface TelemetrySettings {
@@ -39,7 +41,11 @@ export function createMetrics(opts: {
     );
   }
   const provider = new MeterProvider({
-    resource: resourceFromAttributes({ "service.name": "sf2loki", ...(t?.resource_attributes ?? {}) }),
+    resource: resourceFromAttributes({
+      "service.name": "sf2loki",
+      "service.version": opts.version,
+      ...(t?.resource_attributes ?? {}),
+    }),
     readers,
   });
   const meter = provider.getMeter("sf2loki");

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { cli } from "../support/cli.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";
 
@@ -13,10 +14,13 @@ const GOOD = writeFile(
 const BAD_YAML = writeFile(dir, "bad.yaml", "sink:\n  loki:\n    url: 'unterminated\n  x: [\n");
 const INVALID = writeFile(dir, "invalid.yaml", "sink: {loki: {url: x}}\nbogus: true\n");
 
-test("--version prints sf2loki <version>", async () => {
+test("--version prints sf2loki <the package.json version>", async () => {
   const r = await cli(["--version"]);
   assert.equal(r.code, 0);
-  assert.match(r.stdout, /^sf2loki \d+\.\d+\.\d+\n$/);
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+    version: string;
+  };
+  assert.equal(r.stdout, `sf2loki ${pkg.version}\n`);
 });
 
 test("--check: OK exits 0, invalid config exits 2 with the problem on stderr", async () => {

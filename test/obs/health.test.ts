@@ -45,6 +45,8 @@ test("health endpoints: liveness ok unless the watchdog says wedged, readiness r
     assert.equal(status, 200);
     assert.match(body, /^sf2loki_leader 1/m);
     assert.match(body, /^sf2loki_build_info\{version="9\.9\.9"\} 1/m);
-    assert.doesNotMatch(body.replace(/^sf2loki_build_info.*$/m, ""), /9\.9\.9/);
+    // The resource's service.version (Python parity) surfaces once, on target_info; never per series (#82).
+    assert.match(body, /^target_info\{service_name="sf2loki",service_version="9\.9\.9"\} 1/m);
+    assert.doesNotMatch(body.replace(/^(sf2loki_build_info|target_info).*$/gm, ""), /9\.9\.9/);
   }
 });
