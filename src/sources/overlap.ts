@@ -97,7 +97,10 @@ export function checkOverlap(cfg: OverlapSourcesConfig, orgName = ""): void {
   }
   const p = cfg.pubsub;
   const e = cfg.eventlogfile;
-  const elfWildcard = e?.enabled === true && (e.event_types ?? []).some((t) => t === WILDCARD);
+  // The loaded config holds `{name: "*"}` objects, a hand-written one may hold the bare string.
+  const elfWildcard =
+    e?.enabled === true &&
+    (e.event_types ?? []).some((t) => (typeof t === "string" ? t : t.name) === WILDCARD);
   if (
     p &&
     p.enabled !== false &&

@@ -1,6 +1,10 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { join } from "node:path";
+import { validateConfig } from "../../src/config/load.ts";
 import { ConfigError } from "../../src/errors.ts";
+import { buildOffline } from "../../src/wiring.ts";
+import { tempDir } from "../support/tmp.ts";
 import {
   OverlapError,
   categoryOfElfType,
@@ -73,6 +77,20 @@ describe("checkOverlap", () => {
     checkOverlap({ ...dual, eventlogfile: { enabled: true, event_types: ["*"], exclude: ["Login"] } });
     checkOverlap({ ...dual, allow_overlap: true });
     checkOverlap({ ...dual, pubsub: { enabled: false, topics: ["*"] } });
+  });
+
+  it("fires on a loaded config, where event_types entries are objects (parity audit §1a)", async () => {
+    const tree = (eventlogfile: Record<string, unknown>) => ({
+      salesforce: { auth_mode: "client_credentials", client_id: "x", client_secret: "y" },
+      sources: {
+        pubsub: { topics: ["*"] },
+        eventlogfile: { enabled: true, event_types: ["*"], ...eventlogfile },
+      },
+      sink: { loki: { url: "http://127.0.0.1:9/loki/api/v1/push" } },
+      state: { file: { path: join(tempDir(), "state.json") } },
+    });
+    await assert.rejects(async () => buildOffline(validateConfig(tree({}))), OverlapError);
+    await buildOffline(validateConfig(tree({ exclude: ["Login"] })));
   });
 
   it("reports the categories other sources own, for wildcard filtering (#15)", () => {
