@@ -6,6 +6,8 @@ import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import protobuf from "protobufjs";
+import { validateConfig } from "../../src/config/load.ts";
+import { ConfigError } from "../../src/errors.ts";
 import { createMetrics } from "../../src/obs/metrics.ts";
 
 const OTLP_METRICS = `
@@ -106,4 +108,16 @@ test("OTLP metrics arrive as protobuf with service.name, service.version and the
   assert.deepEqual(attrs(ingested?.sum?.dataPoints?.[0]?.attributes), { source: "pubsub", event_type: "X" });
   const build = all.find((m) => m.name === "sf2loki_build_info");
   assert.deepEqual(attrs(build?.gauge?.dataPoints?.[0]?.attributes), { version: "9.8.7" });
+});
+
+test("telemetry enabled without an endpoint is refused (the Python version fell back to OTEL_EXPORTER_OTLP_*)", () => {
+  assert.throws(
+    () =>
+      validateConfig({
+        salesforce: { auth_mode: "client_credentials", client_id: "x", client_secret: "y" },
+        sink: { loki: { url: "http://127.0.0.1:9/loki/api/v1/push" } },
+        service: { telemetry: { enabled: true } },
+      }),
+    (err: unknown) => err instanceof ConfigError && /telemetry\.endpoint is empty/.test(err.message),
+  );
 });
