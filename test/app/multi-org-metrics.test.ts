@@ -13,7 +13,7 @@ import type { SimPollingData } from "../../src/sim/salesforce-rest/index.ts";
 import { startSimOrg, type SimOrg } from "../../src/sim/salesforce/index.ts";
 import { tempDir } from "../support/tmp.ts";
 
-/** Process-wide series: the pipeline, the sink, the process. Everything else is per org. */
+/** Process-wide series: the pipeline, the sink, the store, the process. Everything else is per org. */
 const PROCESS_WIDE = new Set([
   "target_info",
   "sf2loki_build_info",
@@ -24,6 +24,12 @@ const PROCESS_WIDE = new Set([
   "sf2loki_loki_bytes_pushed_total",
   "sf2loki_last_push_success_timestamp_seconds",
   "sf2loki_lines_truncated_total",
+  // The checkpoint store and the leadership watchdog serve every org at once.
+  "sf2loki_checkpoint_store_errors_total",
+  "sf2loki_checkpoint_store_up",
+  "sf2loki_watchdog_stalled",
+  "sf2loki_watchdog_wedged",
+  "sf2loki_watchdog_resignations_total",
 ]);
 
 interface Series {
