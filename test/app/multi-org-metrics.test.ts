@@ -30,6 +30,9 @@ const PROCESS_WIDE = new Set([
   "sf2loki_watchdog_stalled",
   "sf2loki_watchdog_wedged",
   "sf2loki_watchdog_resignations_total",
+  "sf2loki_queue_bytes",
+  // Its start-up zero series has no org; real drops carry the entries' org (test/pipeline/failures.test.ts).
+  "sf2loki_loki_entries_dropped_total",
 ]);
 
 interface Series {

@@ -76,13 +76,14 @@ export function materialise(input: PodInput): { argv: string[]; env: Record<stri
 export function startPod(input: PodInput): PodProcess {
   const { argv, env } = materialise(input);
   const child = spawn(process.execPath, [BIN, ...argv], {
-    stdio: ["ignore", "ignore", "pipe"],
+    stdio: ["ignore", "pipe", "pipe"],
     env: { PATH: process.env.PATH ?? "", HOME: input.root, HOSTNAME: input.pod.name, ...env },
   });
+  // The JSON log is on stdout (the Python version's place), errors on stderr; both feed the tail.
   let stderr = "";
   const listening = Promise.withResolvers<string>();
   let partial = "";
-  child.stderr.on("data", (chunk: Buffer) => {
+  const consume = (chunk: Buffer): void => {
     const text = chunk.toString("utf8");
     stderr += text;
     const lines = (partial + text).split("\n");
@@ -92,7 +93,9 @@ export function startPod(input: PodInput): PodProcess {
       const parsed = JSON.parse(line) as { url?: unknown };
       if (typeof parsed.url === "string") listening.resolve(parsed.url);
     }
-  });
+  };
+  child.stdout.on("data", consume);
+  child.stderr.on("data", consume);
   const exited = new Promise<void>((resolve) => {
     child.once("exit", () => {
       listening.reject(new Error(`sf2loki exited before serving health; stderr:\n${stderr.slice(-3000)}`));
