@@ -6,12 +6,14 @@ import { PubSubClient } from "../../src/salesforce/pubsub/client.ts";
 import { replayIdFromSequence } from "../../src/salesforce/pubsub/proto.ts";
 import { clientCredentials, simOrg } from "../salesforce/support.ts";
 
+const T = Date.UTC(2026, 0, 1);
+
 describe("simulated org: event generator", () => {
   it("is deterministic per seed and names events sim-<topic>-<n>", () => {
     const schema = buildTopicSchema("/event/LoginEventStream");
-    const a = schema.type.toBuffer(generateEvent(42, schema, 7));
-    const b = schema.type.toBuffer(generateEvent(42, schema, 7));
-    const c = schema.type.toBuffer(generateEvent(43, schema, 7));
+    const a = schema.type.toBuffer(generateEvent(42, schema, 7, T));
+    const b = schema.type.toBuffer(generateEvent(42, schema, 7, T));
+    const c = schema.type.toBuffer(generateEvent(43, schema, 7, T));
     assert.deepEqual(a, b);
     assert.notDeepEqual(a, c);
     const rec = schema.type.fromBuffer(a) as Record<string, unknown>;
@@ -41,7 +43,7 @@ describe("simulated org: event generator", () => {
       "/data/AccountChangeEvent",
     ]) {
       const schema = buildTopicSchema(topic);
-      const rec = schema.type.fromBuffer(schema.type.toBuffer(generateEvent(1, schema, 1))) as Record<
+      const rec = schema.type.fromBuffer(schema.type.toBuffer(generateEvent(1, schema, 1, T))) as Record<
         string,
         unknown
       >;

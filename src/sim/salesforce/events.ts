@@ -14,8 +14,23 @@ export interface SimTopicSchema {
   type: avsc.Type;
 }
 
-/** Events are dated one second apart from this instant, so replays are byte-identical. */
-const BASE_EVENT_MS = Date.UTC(2026, 5, 1, 0, 0, 0);
+/** Backlog events are one second apart, unless that would date the oldest one past this span. */
+const BACKLOG_SPACING_MS = 1000;
+/**
+ * Loki refuses samples older than `reject_old_samples_max_age` (default 7 days), so the oldest
+ * backlog event stays inside 6 days however large the backlog (#10 item 8).
+ */
+export const MAX_BACKLOG_SPAN_MS = 6 * 24 * 3_600_000;
+
+/**
+ * When backlog event `n` (1-based) of `backlog` happened: counted backwards from `startMs`, so the
+ * newest is the sim's start and none is in the future. The offsets depend only on (backlog, n), so
+ * the same org instance always serves the same bytes.
+ */
+export function backlogEventMs(startMs: number, backlog: number, n: number): number {
+  const spacing = backlog <= 1 ? 0 : Math.min(BACKLOG_SPACING_MS, Math.floor(MAX_BACKLOG_SPAN_MS / backlog));
+  return startMs - (backlog - n) * spacing;
+}
 
 const nullable = (type: unknown): AvroField["type"] => ["null", type];
 const tsMillis = { type: "long", logicalType: "timestamp-millis" };
@@ -184,15 +199,23 @@ function ip(rand: () => number): string {
   return `10.${Math.floor(rand() * 256)}.${Math.floor(rand() * 256)}.${1 + Math.floor(rand() * 254)}`;
 }
 
-/** The n-th (1-based) record of a topic as a plain object matching the topic's schema. */
-export function generateEvent(seed: number, schema: SimTopicSchema, n: number): Record<string, unknown> {
+/**
+ * The n-th (1-based) record of a topic as a plain object matching the topic's schema, created at
+ * `createdMs` (its EventDate 5 ms earlier, so neither is ever later than the moment it is dated at).
+ */
+export function generateEvent(
+  seed: number,
+  schema: SimTopicSchema,
+  n: number,
+  createdMs: number,
+): Record<string, unknown> {
   const rand = prng(seedFor(seed, schema.topic, n));
-  const eventMs = BASE_EVENT_MS + n * 1000;
+  const eventMs = createdMs - 5;
   const user = pick(rand, USERS);
   const common: Record<string, unknown> = {
     EventIdentifier: `sim-${schema.shortName}-${n}`,
     EventDate: eventMs,
-    CreatedDate: eventMs + 5,
+    CreatedDate: createdMs,
     UserId: sfId(rand, "005"),
     Username: `${user}@example.com`,
     SessionKey: sfId(rand, "vMA"),

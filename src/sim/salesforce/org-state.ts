@@ -70,8 +70,12 @@ export class SimOrgState {
   #tokenSeq = 0;
   readonly #seed: number;
   readonly #retention: number;
+  /** The org's clock (the REST side's when given): events are dated by it, never in the future. */
+  readonly #now: () => number;
 
   constructor(opts: SimOrgOptions) {
+    const clock = opts.rest?.clock;
+    this.#now = clock ? () => clock.now() : Date.now;
     this.opts = opts;
     this.orgId = opts.orgId ?? "00DSIM0000000001AA";
     this.clientId = opts.clientId ?? "3MVG9sim.client.id";
@@ -82,7 +86,7 @@ export class SimOrgState {
 
   addTopic(topic: string, events: number): void {
     if (!this.topics.has(topic))
-      this.topics.set(topic, new TopicLog(topic, this.#seed, events, this.#retention));
+      this.topics.set(topic, new TopicLog(topic, this.#seed, events, this.#retention, this.#now));
   }
 
   topic(name: string): TopicLog {

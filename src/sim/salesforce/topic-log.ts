@@ -1,6 +1,6 @@
 // One simulated event bus channel: a growing log of encoded events with sequence-number replay ids
 // and a retention window, plus the subscribers to wake when it grows.
-import { buildTopicSchema, generateEvent, type SimTopicSchema } from "./events.ts";
+import { backlogEventMs, buildTopicSchema, generateEvent, type SimTopicSchema } from "./events.ts";
 
 /** A string length far past the end of the buffer: every decoder fails on it. */
 const POISON = Buffer.from([0x02, 0xfe, 0xff, 0xff, 0xff, 0x0f]);
@@ -17,12 +17,33 @@ export class TopicLog {
   max: number;
   /** Events handed to subscribers, all streams together. */
   emitted = 0;
+  readonly #now: () => number;
+  /** The topic's creation instant: its backlog is dated backwards from here (newest = this). */
+  readonly #startMs: number;
+  readonly #backlog: number;
+  /** Creation times of published (live) events, in order: seq `backlog + 1 + i` at index i. */
+  readonly #publishedAt: number[] = [];
 
-  constructor(topic: string, seed: number, initialEvents: number, retentionEvents: number) {
+  constructor(
+    topic: string,
+    seed: number,
+    initialEvents: number,
+    retentionEvents: number,
+    now: () => number = Date.now,
+  ) {
     this.schema = buildTopicSchema(topic);
     this.#seed = seed;
     this.#retention = retentionEvents;
     this.max = initialEvents;
+    this.#now = now;
+    this.#startMs = now();
+    this.#backlog = initialEvents;
+  }
+
+  /** When event `seq` was created: backlog backwards from the start, live events as published. */
+  createdMs(seq: number): number {
+    if (seq <= this.#backlog) return backlogEventMs(this.#startMs, this.#backlog, seq);
+    return this.#publishedAt[seq - this.#backlog - 1] ?? this.#startMs;
   }
 
   /** Oldest sequence number still replayable. */
@@ -35,13 +56,16 @@ export class TopicLog {
     if (this.poisoned.has(seq)) return POISON;
     let buf = this.#encoded[seq];
     if (!buf) {
-      buf = this.schema.type.toBuffer(generateEvent(this.#seed, this.schema, seq));
+      buf = this.schema.type.toBuffer(generateEvent(this.#seed, this.schema, seq, this.createdMs(seq)));
       this.#encoded[seq] = buf;
     }
     return buf;
   }
 
   publish(count: number): void {
+    // Never before an earlier event: a clock stepping back must not reorder the topic.
+    const at = Math.max(this.#now(), this.#publishedAt.at(-1) ?? this.#startMs);
+    for (let i = 0; i < count; i++) this.#publishedAt.push(at);
     this.max += count;
     for (const wake of this.#listeners) wake();
   }
