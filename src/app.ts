@@ -65,7 +65,8 @@ export function createApp(config: Config, deps: AppDeps = {}): App {
   return new RunningApp(config, graph, metrics, clock, logger, deps);
 }
 
-function telemetryHeaders(config: Config): Record<string, string> {
+/** Exported for `doctor`, which probes the OTLP endpoint with exactly the headers the exporter sends. */
+export function telemetryHeaders(config: Config): Record<string, string> {
   const t = config.service.telemetry;
   if (!t.enabled || t.auth === "none") return { ...t.headers };
   const user = t.basic_auth_user || config.sink.loki.tenant_id || "";

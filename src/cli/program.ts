@@ -6,6 +6,7 @@ import { runCheck } from "./check-command.ts";
 import { stateCommand } from "./state-command.ts";
 import { demoCommand } from "./demo-command.ts";
 import { simCommand } from "./sim-command.ts";
+import { doctorCommand } from "./doctor-command.ts";
 import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, reportError, type CliIO } from "./exit.ts";
 import { VERSION } from "./version.ts";
 
@@ -40,6 +41,7 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
   for (const cmd of [
     configCommand(io),
     stateCommand(io, setExit),
+    doctorCommand(io, setExit),
     demoCommand(io, setExit),
     simCommand(io, setExit),
   ]) {

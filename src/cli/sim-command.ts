@@ -13,7 +13,12 @@ interface SimOptions {
   events: string;
   seed: string;
   state: string;
+  elfDays: string;
+  elfRows: string;
 }
+
+/** Daily EventLogFile types the sim serves; none shares a category with the demo topics (overlap guard). */
+export const SIM_ELF_TYPES = ["Report", "URI", "VisualforceRequest"];
 
 export function simCommand(io: CliIO, setExit: (code: number) => void): Command {
   return new Command("sim")
@@ -21,17 +26,36 @@ export function simCommand(io: CliIO, setExit: (code: number) => void): Command 
     .option("--events <n>", "events per topic", "20000")
     .option("--seed <n>", "event generator seed", "1")
     .option("--state <path>", "state file path written into the printed config", "./sf2loki-sim-state.json")
+    .option("--elf-days <n>", "days of Daily EventLogFiles served (for backfill)", "3")
+    .option("--elf-rows <n>", "rows per EventLogFile (one file per type and day)", "2000")
     .action(async (opts: SimOptions) => {
+      const rows = positiveInt(opts.elfRows, "--elf-rows");
       const world = await startDemoWorld({
         seed: positiveInt(opts.seed, "--seed"),
         eventsPerTopic: positiveInt(opts.events, "--events"),
+        // What `doctor` and `backfill` call: a polled object, Daily files for several recent days and
+        // types, ApexLogs and an active TraceFlag.
+        polling: {
+          objects: { ApiAnomalyEventStore: { records: 200 } },
+          dailyEventLogFiles: {
+            types: Object.fromEntries(SIM_ELF_TYPES.map((t) => [t, rows])),
+            days: positiveInt(opts.elfDays, "--elf-days"),
+          },
+          apexLogs: 20,
+          traceFlags: 1,
+        },
       });
       const control = createServer((req, res) => {
         if (req.url !== "/sim/stats") {
           res.writeHead(404).end("not found");
           return;
         }
-        const body = JSON.stringify({ topics: world.stats(), missing_ids: world.missingIds(20) });
+        const body = JSON.stringify({
+          topics: world.stats(),
+          missing_ids: world.missingIds(20),
+          polling: world.pollingStats(),
+          loki: world.loki.counts,
+        });
         res.writeHead(200, { "content-type": "application/json" }).end(body);
       });
       await new Promise<void>((resolve) => control.listen(0, "127.0.0.1", resolve));

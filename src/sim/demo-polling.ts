@@ -37,11 +37,16 @@ export function simSalesforceConfig(org: SimOrg, clientSecret: string): Record<s
 export function pollingSources(data: SimData): Record<string, unknown> {
   const objects = Object.keys(data.objects);
   const types = [...new Set(data.eventLogFiles.map((f) => f.EventType))];
+  // Daily-only data (the `sf2loki sim` backlog) is polled at the Daily interval, so `doctor`'s
+  // entitlement row and the daemon see the same files `backfill --interval Daily` loads.
+  const daily = data.eventLogFiles.length > 0 && data.eventLogFiles.every((f) => f.Interval === "Daily");
   return {
     ...(objects.length > 0
       ? { eventlog_objects: { enabled: true, objects: objects.map((name) => ({ name })) } }
       : {}),
-    ...(types.length > 0 ? { eventlogfile: { enabled: true, event_types: types } } : {}),
+    ...(types.length > 0
+      ? { eventlogfile: { enabled: true, event_types: types, ...(daily ? { interval: "Daily" } : {}) } }
+      : {}),
     ...(data.apexLogs.length > 0 ? { apexlog: { enabled: true } } : {}),
   };
 }

@@ -25,9 +25,10 @@ export interface LeaseObject {
 
 export interface LeaseApi {
   read(signal: AbortSignal): Promise<LeaseObject>;
-  create(body: LeaseObject, signal: AbortSignal): Promise<LeaseObject>;
+  /** `dryRun`: the server validates and authorises the call but persists nothing (`sf2loki doctor`). */
+  create(body: LeaseObject, signal: AbortSignal, opts?: { dryRun?: boolean }): Promise<LeaseObject>;
   /** PUT with `body.metadata.resourceVersion` as the precondition: 409 when it moved. */
-  replace(body: LeaseObject, signal: AbortSignal): Promise<LeaseObject>;
+  replace(body: LeaseObject, signal: AbortSignal, opts?: { dryRun?: boolean }): Promise<LeaseObject>;
 }
 
 /** The HTTP status of a failed API call (ApiException.code), if it got that far. */

@@ -17,11 +17,22 @@ export function leaseApiFor(kc: KubeConfig, namespace: string, name: string): Le
   const api = kc.makeApiClient(CoordinationV1Api);
   return {
     read: async (signal) => fromV1(await api.readNamespacedLease({ name, namespace }, withSignal(signal))),
-    create: async (body, signal) =>
-      fromV1(await api.createNamespacedLease({ namespace, body: toV1(body) }, withSignal(signal))),
-    replace: async (body, signal) =>
-      fromV1(await api.replaceNamespacedLease({ name, namespace, body: toV1(body) }, withSignal(signal))),
+    create: async (body, signal, opts) =>
+      fromV1(
+        await api.createNamespacedLease({ namespace, body: toV1(body), ...dryRun(opts) }, withSignal(signal)),
+      ),
+    replace: async (body, signal, opts) =>
+      fromV1(
+        await api.replaceNamespacedLease(
+          { name, namespace, body: toV1(body), ...dryRun(opts) },
+          withSignal(signal),
+        ),
+      ),
   };
+}
+
+function dryRun(opts: { dryRun?: boolean } | undefined): { dryRun?: string } {
+  return opts?.dryRun ? { dryRun: "All" } : {};
 }
 
 function toV1(lease: LeaseObject): V1Lease {

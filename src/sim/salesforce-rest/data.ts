@@ -56,6 +56,8 @@ export interface SimData {
   limits: Record<string, SimLimit>;
   /** describeGlobal names. */
   sobjects: string[];
+  /** Tooling `TraceFlag` records (`Id`, `ExpirationDate`, ...): what `doctor`'s traceflags row counts. */
+  traceFlags: SimRecord[];
 }
 
 /** An 18-character Id: a 3-character key prefix and a zero-padded counter. */
@@ -67,6 +69,23 @@ export function simId(prefix: string, n: number): string {
 export function sfDatetime(ms: number): string {
   return new Date(ms).toISOString().replace("Z", "+0000");
 }
+
+/** What `GET sobjects/EventLogFile/describe` answers: enough of Salesforce's shape for a client. */
+export const EVENT_LOG_FILE_DESCRIBE = {
+  name: "EventLogFile",
+  label: "Event Log File",
+  queryable: true,
+  fields: [
+    "Id",
+    "EventType",
+    "Interval",
+    "LogDate",
+    "CreatedDate",
+    "LogFileLength",
+    "Sequence",
+    "LogFile",
+  ].map((name) => ({ name, type: name === "LogFile" ? "base64" : "string" })),
+};
 
 /** The listing record of a file, as the REST API returns it. */
 export function eventLogFileRecord(f: SimEventLogFile): Record<string, unknown> {

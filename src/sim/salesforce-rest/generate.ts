@@ -13,9 +13,18 @@ export interface SimPollingData {
   objects?: Record<string, { records: number; tie?: number }>;
   /** EventLogFile types by name: `rows` rows split over `files` Hourly files (default 1). */
   eventLogFiles?: Record<string, { rows: number; files?: number }>;
+  /**
+   * Daily EventLogFiles for the last `days` days, one file per type and day with `rows` rows: what
+   * `sf2loki backfill` loads. The newest is created 10 minutes before now, each older one a day earlier.
+   */
+  dailyEventLogFiles?: { types: Record<string, number>; days: number };
   /** ApexLogs, each with a small body naming its Id. */
   apexLogs?: number;
+  /** Active TraceFlags (expiring a day after now). */
+  traceFlags?: number;
 }
+
+const DAY = 24 * HOUR;
 
 /** The 3-character Id prefix of the i-th generated object (`0Y0`, `0Y1`, ...). */
 export function objectIdPrefix(index: number): string {
@@ -43,7 +52,28 @@ export function addPollingData(data: SimData, spec: SimPollingData, nowMs: numbe
       appendElfFile(data, type, rows, nowMs - 10 * MIN - (files - 1 - i) * HOUR);
     }
   }
+  const daily = spec.dailyEventLogFiles;
+  for (let d = (daily?.days ?? 0) - 1; d >= 0; d--) {
+    for (const [type, rows] of Object.entries(daily!.types)) {
+      elfFile(data, {
+        n: data.eventLogFiles.length + 1,
+        eventType: type,
+        createdMs: nowMs - 10 * MIN - d * DAY,
+        rows,
+        interval: "Daily",
+      });
+    }
+  }
   if (spec.apexLogs) appendApexLogs(data, spec.apexLogs, nowMs - 40 * MIN, nowMs - 2 * MIN);
+  for (let i = 0; i < (spec.traceFlags ?? 0); i++) {
+    data.traceFlags.push({
+      Id: simId("7tf", i),
+      LogType: "USER_DEBUG",
+      TracedEntityId: "005SIM000000000001",
+      StartDate: sfDatetime(nowMs - HOUR),
+      ExpirationDate: sfDatetime(nowMs + DAY),
+    });
+  }
 }
 
 /**

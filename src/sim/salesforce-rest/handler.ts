@@ -6,6 +6,7 @@ import type { Clock } from "../../util/clock.ts";
 import {
   DEFAULT_LIMITS,
   DEFAULT_SOBJECTS,
+  EVENT_LOG_FILE_DESCRIBE,
   type SimApexLog,
   type SimData,
   type SimEventLogFile,
@@ -31,6 +32,7 @@ export interface SimRestOptions {
   apexLogs?: SimApexLog[];
   limits?: Record<string, SimLimit>;
   sobjects?: string[];
+  traceFlags?: SimRecord[];
   /** More describeGlobal names, computed per call (the simulated org adds its Pub/Sub topics). */
   moreSObjects?: () => Iterable<string>;
   /** Records per query page before `nextRecordsUrl` (Salesforce: 2000). */
@@ -74,6 +76,7 @@ export function createSimRest(opts: SimRestOptions = {}): SimRestHandler {
     apexLogs: opts.apexLogs ?? [],
     limits: opts.limits ?? { ...DEFAULT_LIMITS },
     sobjects: opts.sobjects ?? [...DEFAULT_SOBJECTS],
+    traceFlags: opts.traceFlags ?? [],
   };
   const faults = new SimFaults();
   for (const rule of opts.faults ?? []) faults.add(rule);
@@ -180,6 +183,10 @@ export function createSimRest(opts: SimRestOptions = {}): SimRestHandler {
           maxBatchSize: 200,
           sobjects: names.map((name) => ({ name, label: name, queryable: true })),
         });
+        return true;
+      }
+      if (local === "/sobjects/EventLogFile/describe" && !tooling) {
+        send(200, EVENT_LOG_FILE_DESCRIBE);
         return true;
       }
       const elf = /^\/sobjects\/EventLogFile\/([A-Za-z0-9]+)\/LogFile$/.exec(local);

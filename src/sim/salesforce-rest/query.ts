@@ -21,6 +21,9 @@ function rowsOf(from: string, data: SimData): Row[] {
   if (from === "EventLogFile") {
     return data.eventLogFiles.map((f) => ({ fields: eventLogFileRecord(f), visibleAtMs: f.$visibleAtMs }));
   }
+  if (from === "TraceFlag") {
+    return data.traceFlags.map((r) => ({ fields: r, visibleAtMs: undefined }));
+  }
   if (from === "ApexLog") {
     return data.apexLogs.map((l) => ({ fields: apexLogRecord(l), visibleAtMs: l.$visibleAtMs }));
   }
