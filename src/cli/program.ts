@@ -7,6 +7,7 @@ import { stateCommand } from "./state-command.ts";
 import { demoCommand } from "./demo-command.ts";
 import { simCommand } from "./sim-command.ts";
 import { doctorCommand } from "./doctor-command.ts";
+import { backfillCommand } from "./backfill-command.ts";
 import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, reportError, type CliIO } from "./exit.ts";
 import { VERSION } from "./version.ts";
 
@@ -42,6 +43,7 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
     configCommand(io),
     stateCommand(io, setExit),
     doctorCommand(io, setExit),
+    backfillCommand(io, setExit),
     demoCommand(io, setExit),
     simCommand(io, setExit),
   ]) {

@@ -1,0 +1,272 @@
+// `sf2loki backfill`: historical EventLogFiles (and, with --objects, SOQL-polled event objects) into
+// Loki through the daemon's own data path: the org's REST client and shaping, the real Pipeline
+// (bounded queue, batcher, push with the sink's retry and bisection, ordered commit) and the real
+// Loki sink, with checkpoints in the configured store under `backfill:*` keys only.
+import { resolvedOrgs, selectOrg, type ResolvedOrg } from "../config/orgs.ts";
+import type { Config } from "../config/schema.ts";
+import type { Labels } from "../model.ts";
+import { silentLogger, type Logger } from "../obs/logger.ts";
+import { Pipeline } from "../pipeline/pipeline.ts";
+import { EventLogFileClient } from "../salesforce/eventlogfile/client.ts";
+import { pollingKit } from "../sources/shaping-deps.ts";
+import type { Source } from "../sources/source.ts";
+import { buildStore } from "../state/build.ts";
+import { isEpochCapable } from "../state/org-view.ts";
+import type { CheckpointStore } from "../state/store.ts";
+import type { Clock } from "../util/clock.ts";
+import { buildGraph, type OrgWiring } from "../wiring.ts";
+import { BackfillKeys, type BackfillContext, type BackfillStats } from "./context.ts";
+import { CountingSink } from "./counting-sink.ts";
+import { EntryDecorator } from "./decorate.ts";
+import { BackfillElfSource } from "./elf-source.ts";
+import { objectsSource } from "./objects-source.ts";
+import type { BackfillPlan } from "./options.ts";
+import { BackfillProgress } from "./progress.ts";
+import { resolveTypes } from "./types.ts";
+
+const DAY_MS = 86_400_000;
+/** ELF retention with the Event Monitoring add-on; the free tier keeps one day. */
+const RETENTION_DAYS = 30;
+/** Loki's default reject_old_samples_max_age (168h). */
+const REJECT_OLD_DAYS = 7;
+/** A Loki that has refused every push this long ends the run (exit 1); a rerun resumes. */
+export const PUSH_FAILURE_ABORT_MS = 300_000;
+
+export interface BackfillIO {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  isTTY: boolean;
+}
+
+export interface BackfillRun {
+  config: Config;
+  plan: BackfillPlan;
+  io: BackfillIO;
+  clock: Clock;
+  signal: AbortSignal;
+  logger?: Logger;
+}
+
+export type BackfillOutcome = "ok" | "push-failed";
+
+export async function runBackfill(run: BackfillRun): Promise<BackfillOutcome> {
+  const { config, plan, io, clock } = run;
+  const report = (line: string): void => {
+    io.stderr(`sf2loki backfill: ${line}\n`);
+  };
+  const org = chooseOrg(config, plan, report);
+  warnAge(plan, clock, report);
+  const graph = buildGraph(config, { clock, logger: run.logger ?? silentLogger });
+  const wiring = graph.orgs.find((o) => o.org.name === org.name)!;
+  const sink = new CountingSink(graph.sink);
+  const store = plan.dryRun ? undefined : backfillStore(config, clock, report);
+  const started = clock.monotonic();
+  const stats: BackfillStats = { files: 0, downloads: 0, listCalls: 0, failedTypes: 0 };
+  const progress = new BackfillProgress({ clock, write: io.stderr, tty: io.isTTY });
+  let outcome: BackfillOutcome = "ok";
+  try {
+    const labels = await identityLabels(config, org, wiring);
+    const context = buildContext(run, org, wiring, labels.entry, progress, stats, report);
+    const sources = await buildSources(context, wiring, org, run.signal);
+    progress.start();
+    if (plan.dryRun) await dryRun(sources, sink, run.signal);
+    else outcome = await deliver(run, sources, sink, store!, labels.static);
+  } finally {
+    progress.stop();
+    await Promise.allSettled([graph.sink.close(), wiring.rest.close(), store?.close(), graph.store.close()]);
+  }
+  const elapsed = ((clock.monotonic() - started) / 1000).toFixed(1);
+  io.stdout(
+    `sf2loki backfill summary: files=${stats.files} rows_pushed=${sink.rowsPushed} rows_dropped=${sink.rowsDropped} ` +
+      `bytes_pushed=${sink.bytesPushed} api_calls=${stats.downloads} elapsed=${elapsed}s${plan.dryRun ? " (dry run: nothing pushed, nothing committed)" : ""}\n`,
+  );
+  return outcome;
+}
+
+function chooseOrg(config: Config, plan: BackfillPlan, report: (line: string) => void): ResolvedOrg {
+  if (config.orgs.length === 0) {
+    if (plan.org !== undefined) report(`single-org config: --org '${plan.org}' ignored`);
+    return resolvedOrgs(config)[0]!;
+  }
+  const org = selectOrg(config, plan.org);
+  if (config.orgs.length > 1 && plan.org === undefined) {
+    report(`multiple orgs are configured; backfilling org '${org.name}' only (use --org to choose another)`);
+  }
+  return org;
+}
+
+function warnAge(plan: BackfillPlan, clock: Clock, report: (line: string) => void): void {
+  const days = (clock.now() - plan.sinceMs) / DAY_MS;
+  if (days > RETENTION_DAYS) {
+    report(
+      `--since is ${Math.floor(days)} days ago, past EventLogFile retention (${RETENTION_DAYS} days with Event Monitoring, 1 day on the free tier); older files no longer exist`,
+    );
+  }
+  if (days > REJECT_OLD_DAYS && !plan.ingestTimestamps) {
+    report(
+      `--since is ${Math.floor(days)} days ago: Loki rejects samples older than reject_old_samples_max_age (default 168h); raise it (limits_config) or use --ingest-timestamps`,
+    );
+  }
+}
+
+/**
+ * The configured store, as the daemon builds it, without the daemon's fence: the backfill writes only
+ * `backfill:*` keys and never needs the lease. Under a coordinator the file store then re-reads the
+ * document before each write (its epoch path), and S3/GCS writes are compare-and-swap.
+ */
+function backfillStore(config: Config, clock: Clock, report: (line: string) => void): CheckpointStore {
+  const noop = config.coordinate.type === "noop";
+  const store = buildStore(config.state, { exclusiveLock: noop, clock });
+  if (!noop) {
+    if (isEpochCapable(store)) store.setEpoch(() => undefined);
+    report(
+      `coordinate.type is '${config.coordinate.type}': backfill does not take the lease; it writes only backfill:* keys beside the leader`,
+    );
+  }
+  return store;
+}
+
+/** The daemon's identity labels (app.ts): static for a single org, per entry for a named org. */
+async function identityLabels(
+  config: Config,
+  org: ResolvedOrg,
+  wiring: OrgWiring,
+): Promise<{ static: Labels; entry: Labels }> {
+  const base: Labels = { job: "sf2loki", service_name: "sf2loki" };
+  const orgId = await wiring.auth.orgId().catch(() => undefined);
+  const identity: Labels = {
+    environment: org.salesforce.environment,
+    ...(orgId ? { sf_org_id: orgId } : {}),
+  };
+  if (org.name === "") return { static: { ...base, ...identity, ...config.sink.loki.labels }, entry: {} };
+  return { static: { ...base, ...config.sink.loki.labels }, entry: { org: org.name, ...identity } };
+}
+
+function buildContext(
+  run: BackfillRun,
+  org: ResolvedOrg,
+  wiring: OrgWiring,
+  entryLabels: Labels,
+  progress: BackfillProgress,
+  stats: BackfillStats,
+  report: (line: string) => void,
+): BackfillContext {
+  const elf = org.sources.eventlogfile;
+  const kit = pollingKit(
+    {
+      tokens: wiring.auth,
+      rest: wiring.rest,
+      apiVersion: org.salesforce.api_version,
+      structuredMetadataFields: run.config.sink.loki.structured_metadata_fields,
+      transformSalt: org.sources.transform_salt,
+      clock: run.clock,
+      logger: run.logger ?? silentLogger,
+    },
+    "eventlogfile",
+    elf.transforms,
+  );
+  return {
+    plan: run.plan,
+    elf,
+    shaper: kit.shaper,
+    transforms: kit.transforms,
+    globalFields: kit.globalFields,
+    clock: run.clock,
+    log: kit.log,
+    keys: new BackfillKeys(org.name, run.plan.interval, org.legacyFallback),
+    decorate: new EntryDecorator({
+      entryLabels,
+      ingestTimestamps: run.plan.ingestTimestamps,
+      nowMs: run.clock.now(),
+    }),
+    progress,
+    stats,
+    report,
+    ...(run.plan.dryRun
+      ? {
+          onListed: (type, files) => {
+            for (const f of files) {
+              run.io.stdout(`dry-run: ${type} ${f.id} created=${f.createdDate} size=${f.logFileLength}\n`);
+            }
+          },
+        }
+      : {}),
+  };
+}
+
+async function buildSources(
+  c: BackfillContext,
+  wiring: OrgWiring,
+  org: ResolvedOrg,
+  signal: AbortSignal,
+): Promise<Source[]> {
+  const sources: Source[] = [];
+  const client = new EventLogFileClient({ rest: wiring.rest, clock: c.clock });
+  const onlyObjects = c.plan.objects.length > 0 && c.plan.eventTypes === undefined && !c.plan.discover;
+  if (!onlyObjects) {
+    const types = await resolveTypes(c, client, org.sources.eventlogfile, signal);
+    if (types.length > 0) sources.push(new BackfillElfSource(c, client, types));
+  }
+  if (c.plan.objects.length > 0) sources.push(objectsSource(c, wiring, org));
+  return sources;
+}
+
+async function dryRun(sources: Source[], sink: CountingSink, signal: AbortSignal): Promise<void> {
+  // Everything is downloaded and shaped, so the counts are what a real run would push; no sink call.
+  const reader = { load: () => Promise.resolve(undefined) };
+  for (const source of sources) {
+    for await (const e of source.events(reader, signal)) {
+      if (e.checkpointOnly) continue;
+      sink.rowsPushed++;
+      sink.bytesPushed += e.lineBytes;
+    }
+  }
+}
+
+async function deliver(
+  run: BackfillRun,
+  sources: Source[],
+  sink: CountingSink,
+  store: CheckpointStore,
+  staticLabels: Labels,
+): Promise<BackfillOutcome> {
+  const loki = run.config.sink.loki;
+  const pipeline = new Pipeline({
+    sources,
+    sink,
+    store,
+    batch: { ...loki.batch, flush_interval_ms: loki.batch.flush_interval },
+    shutdown_grace_ms: run.config.service.shutdown_grace,
+    clock: run.clock,
+    logger: run.logger ?? silentLogger,
+    staticLabels,
+  });
+  const stop = new AbortController();
+  const onAbort = (): void => {
+    stop.abort();
+  };
+  run.signal.addEventListener("abort", onAbort, { once: true });
+  const watch = { pushFailed: false };
+  // The pipeline retries a failing Loki forever (right for a daemon); a one-shot run gives up.
+  const watchdog = setInterval(() => {
+    const since = pipeline.sinkFailingSince();
+    if (since !== undefined && run.clock.monotonic() - since > PUSH_FAILURE_ABORT_MS) {
+      watch.pushFailed = true;
+      stop.abort();
+    }
+  }, 1_000);
+  watchdog.unref();
+  try {
+    await pipeline.run(stop.signal);
+  } finally {
+    clearInterval(watchdog);
+    run.signal.removeEventListener("abort", onAbort);
+  }
+  if (watch.pushFailed) {
+    run.io.stderr(
+      `sf2loki backfill: aborting: every Loki push failed for ${PUSH_FAILURE_ABORT_MS / 1000}s; fix Loki and rerun the same command to resume\n`,
+    );
+    return "push-failed";
+  }
+  return "ok";
+}
