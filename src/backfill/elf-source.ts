@@ -39,7 +39,8 @@ export class BackfillElfSource implements Source {
   async *events(state: CheckpointReader, signal: AbortSignal): AsyncGenerator<LogEntry> {
     for (const type of this.#types) {
       if (signal.aborted) return;
-      yield* this.#type(type, state, signal);
+      // Batches from the type, entries from here: one generator hop per row, as in the daemon's source.
+      for await (const batch of this.#type(type, state, signal)) yield* batch;
     }
   }
 
@@ -47,7 +48,7 @@ export class BackfillElfSource implements Source {
     type: EventLogFileTypeSettings,
     state: CheckpointReader,
     signal: AbortSignal,
-  ): AsyncGenerator<LogEntry> {
+  ): AsyncGenerator<LogEntry[]> {
     const c = this.#c;
     const { key, value } = await c.keys.load(state, type.name);
     const cursor = parseCursor(value, c.log, key);
@@ -103,7 +104,7 @@ export class BackfillElfSource implements Source {
           for await (const batch of head.rows) {
             if (c.decorate.ingestTimestamps) for (const e of batch) c.decorate.stampIngest(e);
             c.progress.rows(batch.length);
-            yield* batch;
+            yield batch;
           }
           const { bytes } = await head.done;
           c.stats.files++;
