@@ -22,6 +22,8 @@ interface Fetch {
   file: ListedFile;
   rows: Channel<LogEntry[]>;
   done: Promise<{ bytes: number }>;
+  /** Body bytes received so far (the progress line's ETA moves within a large file). */
+  bytes: () => number;
 }
 
 export class BackfillElfSource implements Source {
@@ -103,7 +105,7 @@ export class BackfillElfSource implements Source {
         try {
           for await (const batch of head.rows) {
             if (c.decorate.ingestTimestamps) for (const e of batch) c.decorate.stampIngest(e);
-            c.progress.rows(batch.length);
+            c.progress.rows(batch.length, head.bytes());
             yield batch;
           }
           const { bytes } = await head.done;
@@ -151,9 +153,11 @@ export class BackfillElfSource implements Source {
       const wait = rows.put(entries, signal);
       if (wait) await wait;
     };
+    let received = (): number => 0;
     const done = (async () => {
       c.stats.downloads++;
       const opened = await this.#client.open(file, signal);
+      received = () => opened.bytes;
       try {
         let shape: ElfFileShaper | undefined;
         // One entry is held back: only the file's last row may carry the advanced cursor.
@@ -187,6 +191,6 @@ export class BackfillElfSource implements Source {
         rows.close(err instanceof Error ? err : new Error(describeError(err)));
       },
     );
-    return { file, rows, done };
+    return { file, rows, done, bytes: () => received() };
   }
 }

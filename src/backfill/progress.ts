@@ -21,6 +21,8 @@ export class BackfillProgress {
   #bytesTotal = 0;
   #bytesDone = 0;
   #rows = 0;
+  /** Bytes received of the file being handed on now. */
+  #current = 0;
   #timer: NodeJS.Timeout | undefined;
 
   constructor(opts: ProgressOptions) {
@@ -42,13 +44,16 @@ export class BackfillProgress {
     this.#bytesTotal += bytes;
   }
 
-  rows(n: number): void {
+  /** `n` more rows handed on; `fileBytes`: bytes received so far of the file they came from. */
+  rows(n: number, fileBytes?: number): void {
     this.#rows += n;
+    if (fileBytes !== undefined) this.#current = fileBytes;
   }
 
   fileDone(bytes: number): void {
     this.#filesDone++;
     this.#bytesDone += bytes;
+    this.#current = 0;
     // A terminal sees every file land; a log gets its periodic line only.
     if (this.#o.tty) this.#emit();
   }
@@ -61,12 +66,13 @@ export class BackfillProgress {
   line(): string {
     const secs = Math.max(0.001, (this.#o.clock.monotonic() - this.#started) / 1000);
     const rate = Math.round(this.#rows / secs);
-    const byteRate = this.#bytesDone / secs;
-    const left = Math.max(0, this.#bytesTotal - this.#bytesDone);
+    const done = this.#bytesDone + this.#current;
+    const byteRate = done / secs;
+    const left = Math.max(0, this.#bytesTotal - done);
     const eta = byteRate > 0 ? `${Math.round(left / byteRate)}s` : "?";
     return (
       `backfill: files ${this.#filesDone}/${this.#filesTotal}, rows ${this.#rows}, ` +
-      `${(this.#bytesDone / MIB).toFixed(1)}/${(this.#bytesTotal / MIB).toFixed(1)} MiB, ` +
+      `${(done / MIB).toFixed(1)}/${(this.#bytesTotal / MIB).toFixed(1)} MiB, ` +
       `${rate} rows/s, ETA ${eta}`
     );
   }

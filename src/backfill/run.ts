@@ -65,6 +65,8 @@ export async function runBackfill(run: BackfillRun): Promise<BackfillOutcome> {
   const progress = new BackfillProgress({ clock, write: io.stderr, tty: io.isTTY });
   let outcome: BackfillOutcome = "ok";
   try {
+    // Credentials first: an AuthError is one line and exit 1, not one failed listing per type.
+    await wiring.auth.token(run.signal);
     const labels = await identityLabels(config, org, wiring);
     const context = buildContext(run, org, wiring, labels.entry, progress, stats, report);
     const sources = await buildSources(context, wiring, org, run.signal);

@@ -20,6 +20,8 @@ export interface RecordedLeaseWrite {
   holder: string | null | undefined;
   transitions: number | null | undefined;
   status: number;
+  /** Sent with `?dryRun=All`: answered, not persisted. */
+  dryRun?: boolean;
 }
 
 interface Held {
@@ -139,7 +141,10 @@ export class K8sEmulator {
     const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
     const body = await readBody(req);
     this.requests.push(`${method} ${token ?? "-"}`);
-    const route = parseRoute(new URL(req.url ?? "/", "http://x").pathname);
+    const url = new URL(req.url ?? "/", "http://x");
+    const route = parseRoute(url.pathname);
+    // `?dryRun=All`: validated, authorised and answered as usual, never persisted (kubectl --dry-run=server).
+    const dryRun = url.searchParams.get("dryRun") === "All";
     if (!route) {
       send(res, 404, status(404, "NotFound", `the server could not find ${req.url ?? ""}`));
       return;
@@ -161,6 +166,11 @@ export class K8sEmulator {
     if (failure) {
       failure.remaining--;
       result = [failure.status, status(failure.status, "InternalError", "injected failure")];
+    } else if (dryRun) {
+      const before = new Map(this.#leases);
+      result = this.#apply(method, route, body);
+      this.#leases.clear();
+      for (const [k, v] of before) this.#leases.set(k, v);
     } else {
       result = this.#apply(method, route, body);
     }
@@ -175,6 +185,7 @@ export class K8sEmulator {
         holder: spec?.holderIdentity as string | null | undefined,
         transitions: spec?.leaseTransitions as number | null | undefined,
         status: result[0],
+        ...(dryRun ? { dryRun: true } : {}),
       });
     }
     send(res, ...result);

@@ -2,7 +2,7 @@
 // and the real `.lock` sidecar, taken and released exactly as the daemon takes it (#101; Python probed a
 // side file and could pass while the daemon crash-looped on the lock).
 import { constants } from "node:fs";
-import { access, stat } from "node:fs/promises";
+import { access, mkdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { describeError } from "../../errors.ts";
 import { StateFileLockError } from "../../state/errors.ts";
@@ -17,15 +17,14 @@ export async function checkFileState(settings: FileStateSettings, lockTaken: boo
   const path = settings.path;
   const dir = dirname(path);
   try {
+    // The daemon creates a missing state directory when it first takes the lock; so does this probe.
+    await mkdir(dir, { recursive: true });
     const s = await stat(dir);
     if (!s.isDirectory())
       return fail("state", `${dir} (the state directory) is not a directory; fix state.file.path`);
     await access(dir, constants.W_OK | constants.X_OK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") {
-      return fail("state", `state directory ${dir} does not exist; create it (${OWNERSHIP_FIX})`);
-    }
     if (code === "EACCES" || code === "EPERM") {
       return fail("state", `state directory ${dir} is not writable by this user (${code}); ${OWNERSHIP_FIX}`);
     }
