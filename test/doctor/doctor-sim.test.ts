@@ -7,7 +7,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { z } from "zod";
+import { credentialHint } from "../../src/doctor/checks/object-probe.ts";
 import { startDemoWorld, type DemoWorld } from "../../src/sim/demo-world.ts";
+import { FileLock } from "../../src/state/file-lock.ts";
 import { cli } from "../support/cli.ts";
 import { S3Emulator } from "../support/s3-emulator.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";
@@ -188,6 +190,31 @@ describe("sf2loki doctor against the simulated org", () => {
       process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
       await s3.close();
     }
+  });
+
+  it("a state lock held by a running daemon is a WARN naming the holder, not a FAIL", async () => {
+    const path = configFile("locked");
+    const lock = new FileLock(join(dir, "locked-state.json"), { heartbeatMs: 0 });
+    await lock.acquire();
+    try {
+      const r = await cli(["doctor", "--json", "--config", path]);
+      assert.equal(r.code, 0, r.stdout);
+      const state = rowsOf(r.stdout).find((row) => row.name === "state")!;
+      assert.equal(state.status, "WARN");
+      assert.match(state.detail, new RegExp(`pid ${process.pid}`));
+      assert.match(state.detail, /a daemon starting now would fail on it/);
+    } finally {
+      await lock.release();
+    }
+  });
+
+  it("names the credential env vars when the object-store SDK found none", () => {
+    assert.match(credentialHint("s3", "Could not load credentials from any providers"), /AWS_ACCESS_KEY_ID/);
+    assert.match(
+      credentialHint("gcs", "Could not load the default credentials"),
+      /GOOGLE_APPLICATION_CREDENTIALS/,
+    );
+    assert.equal(credentialHint("s3", "AccessDenied"), "");
   });
 
   it("a bad config: config FAILs, everything else SKIPs, exit 2", async () => {

@@ -52,6 +52,14 @@ function probeFor(target: ProbeTarget): Probe {
   };
 }
 
+/** When the SDK found no credentials at all, the env vars (or files) it looks for. */
+export function credentialHint(kind: "s3" | "gcs", text: string): string {
+  if (!/credential|Could not load|default credentials/i.test(text)) return "";
+  return kind === "s3"
+    ? "; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or give the pod an IAM role (IRSA)"
+    : "; set GOOGLE_APPLICATION_CREDENTIALS or state.gcs.service_file, or give the pod a workload identity";
+}
+
 /** Undefined on success with the probe's location in `where`; else one line naming the permission. */
 export async function probeObject(
   target: ProbeTarget,

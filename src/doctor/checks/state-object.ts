@@ -4,7 +4,7 @@ import { describeError } from "../../errors.ts";
 import { buildStore } from "../../state/build.ts";
 import type { StateSettings } from "../../state/settings.ts";
 import { fail, pass, type CheckRow } from "../check.ts";
-import { probeObject } from "./object-probe.ts";
+import { credentialHint, probeObject } from "./object-probe.ts";
 
 export async function checkObjectState(state: StateSettings, signal: AbortSignal): Promise<CheckRow> {
   const store = buildStore(state);
@@ -12,7 +12,11 @@ export async function checkObjectState(state: StateSettings, signal: AbortSignal
   try {
     keys = Object.keys(await store.snapshot()).length;
   } catch (err) {
-    return fail("state", `reading ${store.location} failed: ${describeError(err)}`);
+    const text = describeError(err);
+    return fail(
+      "state",
+      `reading ${store.location} failed: ${text}${credentialHint(state.store === "s3" ? "s3" : "gcs", text)}`,
+    );
   } finally {
     await store.close().catch(() => undefined);
   }
