@@ -10,8 +10,6 @@ import { Pipeline } from "../pipeline/pipeline.ts";
 import { EventLogFileClient } from "../salesforce/eventlogfile/client.ts";
 import { pollingKit } from "../sources/shaping-deps.ts";
 import type { Source } from "../sources/source.ts";
-import { buildStore } from "../state/build.ts";
-import { isEpochCapable } from "../state/org-view.ts";
 import type { CheckpointStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { buildGraph, type OrgWiring } from "../wiring.ts";
@@ -22,6 +20,8 @@ import { BackfillElfSource } from "./elf-source.ts";
 import { objectsSource } from "./objects-source.ts";
 import type { BackfillPlan } from "./options.ts";
 import { BackfillProgress } from "./progress.ts";
+import { buildStore } from "../state/build.ts";
+import { backfillStateSettings, buildBackfillStore } from "./store.ts";
 import { resolveTypes } from "./types.ts";
 
 const DAY_MS = 86_400_000;
@@ -71,7 +71,7 @@ export async function runBackfill(run: BackfillRun): Promise<BackfillOutcome> {
     const context = buildContext(run, org, wiring, labels.entry, progress, stats, report);
     const sources = await buildSources(context, wiring, org, run.signal);
     progress.start();
-    if (plan.dryRun) await dryRun(sources, sink, run.signal);
+    if (plan.dryRun) await dryRun(sources, sink, config, clock, run.signal);
     else outcome = await deliver(run, sources, sink, store!, labels.static);
   } finally {
     progress.stop();
@@ -111,18 +111,11 @@ function warnAge(plan: BackfillPlan, clock: Clock, report: (line: string) => voi
   }
 }
 
-/**
- * The configured store, as the daemon builds it, without the daemon's fence: the backfill writes only
- * `backfill:*` keys and never needs the lease. Under a coordinator the file store then re-reads the
- * document before each write (its epoch path), and S3/GCS writes are compare-and-swap.
- */
 function backfillStore(config: Config, clock: Clock, report: (line: string) => void): CheckpointStore {
-  const noop = config.coordinate.type === "noop";
-  const store = buildStore(config.state, { exclusiveLock: noop, clock });
-  if (!noop) {
-    if (isEpochCapable(store)) store.setEpoch(() => undefined);
+  const store = buildBackfillStore(config.state, clock);
+  if (config.coordinate.type !== "noop") {
     report(
-      `coordinate.type is '${config.coordinate.type}': backfill does not take the lease; it writes only backfill:* keys beside the leader`,
+      `coordinate.type is '${config.coordinate.type}': backfill takes no lease; its checkpoints are in ${store.location}, apart from the leader's`,
     );
   }
   return store;
@@ -213,15 +206,26 @@ async function buildSources(
   return sources;
 }
 
-async function dryRun(sources: Source[], sink: CountingSink, signal: AbortSignal): Promise<void> {
-  // Everything is downloaded and shaped, so the counts are what a real run would push; no sink call.
-  const reader = { load: () => Promise.resolve(undefined) };
-  for (const source of sources) {
-    for await (const e of source.events(reader, signal)) {
-      if (e.checkpointOnly) continue;
-      sink.rowsPushed++;
-      sink.bytesPushed += e.lineBytes;
+async function dryRun(
+  sources: Source[],
+  sink: CountingSink,
+  config: Config,
+  clock: Clock,
+  signal: AbortSignal,
+): Promise<void> {
+  // Where a real run would resume (read without the lock, never written); everything from there is
+  // downloaded and shaped, so the counts are what a real run would push. No sink call.
+  const reader = buildStore(backfillStateSettings(config.state), { exclusiveLock: false, clock });
+  try {
+    for (const source of sources) {
+      for await (const e of source.events(reader, signal)) {
+        if (e.checkpointOnly) continue;
+        sink.rowsPushed++;
+        sink.bytesPushed += e.lineBytes;
+      }
     }
+  } finally {
+    await reader.close();
   }
 }
 

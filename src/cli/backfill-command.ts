@@ -1,6 +1,6 @@
 // `sf2loki backfill --since DATE [...]`: the flags of spec C §3.7 plus --objects and --dry-run. The
 // work is in src/backfill/; this file maps it to exit codes: 2 for a config, date or flag error
-// before any network call, 1 when Loki kept refusing pushes (or the state store failed), else 0.
+// before any network call, 1 when Loki kept refusing pushes (or the backfill's store failed), else 0.
 import { Command } from "commander";
 import { loadConfig } from "../config/load.ts";
 import { parsePlan, type BackfillFlags } from "../backfill/options.ts";
@@ -10,7 +10,7 @@ import { systemClock } from "../util/clock.ts";
 import { EXIT_FAILURE, EXIT_OK, reportError, type CliIO } from "./exit.ts";
 
 const LOCK_ADVICE =
-  "the file store allows one process at a time: stop the daemon for the backfill, or move state to s3/gcs (compare-and-swap lets both run)";
+  "another backfill with this config holds its checkpoint document; let it finish, then rerun this command to resume";
 
 export function backfillCommand(io: CliIO, setExit: (code: number) => void): Command {
   return new Command("backfill")

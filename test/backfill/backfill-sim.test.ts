@@ -8,7 +8,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { runCli } from "../../src/cli/program.ts";
+import { backfillTarget } from "../../src/backfill/store.ts";
 import { startDemoWorld, type DemoWorld } from "../../src/sim/demo-world.ts";
+import { FileLock } from "../../src/state/file-lock.ts";
 import { cli } from "../support/cli.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";
 
@@ -35,11 +37,13 @@ after(async () => {
   await world.stop();
 });
 
-function config(name: string): { path: string; state: string } {
-  const state = join(dir, `${name}-state.json`);
-  const c = world.config(state);
+/** `state`: where the backfill's own document lives (the daemon's `<name>-state.json` + `-backfill`). */
+function config(name: string): { path: string; state: string; daemonState: string } {
+  const daemonState = join(dir, `${name}-state.json`);
+  const state = join(dir, `${name}-state-backfill.json`);
+  const c = world.config(daemonState);
   (c.sink as { loki: Record<string, unknown> }).loki.batch = { flush_interval: "50ms", max_entries: 200 };
-  return { path: writeFile(dir, `${name}.yaml`, stringify(c)), state };
+  return { path: writeFile(dir, `${name}.yaml`, stringify(c)), state, daemonState };
 }
 
 function summary(stdout: string): Record<string, number> {
@@ -56,7 +60,7 @@ function summary(stdout: string): Record<string, number> {
 describe("sf2loki backfill against the simulated org", () => {
   it('delivers every row once with backfill="true", commits only backfill keys, and resumes to nothing', async () => {
     world.loki.reset();
-    const { path, state } = config("full");
+    const { path, state, daemonState } = config("full");
     const r = await cli(["backfill", "--since", since, "--config", path]);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stderr, "", "no warnings for a 4-day window");
@@ -79,6 +83,8 @@ describe("sf2loki backfill against the simulated org", () => {
     assert.equal(s.api_calls, 9);
     const bytes = entries.reduce((n, e) => n + Buffer.byteLength(e.line), 0);
     assert.equal(s.bytes_pushed, bytes);
+    // The daemon's document is never written.
+    assert.throws(() => readFileSync(daemonState), /ENOENT/);
     const doc = JSON.parse(readFileSync(state, "utf8")) as Record<string, string>;
     assert.deepEqual(Object.keys(doc).sort(), [
       "backfill:Daily:Report",
@@ -94,6 +100,26 @@ describe("sf2loki backfill against the simulated org", () => {
     assert.equal(again.code, 0, again.stderr);
     assert.deepEqual([summary(again.stdout).files, summary(again.stdout).rows_pushed], [0, 0]);
     assert.equal(world.loki.counts.accepted, TOTAL);
+  });
+
+  it("runs beside a live daemon: the daemon's lock and document are left alone", async () => {
+    world.loki.reset();
+    const { path, state, daemonState } = config("beside");
+    const daemonLock = new FileLock(daemonState, { heartbeatMs: 0 });
+    await daemonLock.acquire();
+    try {
+      const r = await cli(["backfill", "--since", since, "--event-types", "URI", "--config", path]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(summary(r.stdout).rows_pushed, 200 * DAYS);
+      assert.deepEqual(Object.keys(JSON.parse(readFileSync(state, "utf8")) as object), [
+        "backfill:Daily:URI",
+      ]);
+    } finally {
+      await daemonLock.release();
+    }
+    assert.equal(backfillTarget("/var/lib/sf2loki/state.json"), "/var/lib/sf2loki/state-backfill.json");
+    assert.equal(backfillTarget("sf2loki/state.json"), "sf2loki/state-backfill.json");
+    assert.equal(backfillTarget("/a.d/state"), "/a.d/state-backfill");
   });
 
   it("--dry-run lists the files and counts the rows, pushes and commits nothing", async () => {
