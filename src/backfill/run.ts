@@ -128,11 +128,9 @@ async function identityLabels(
   wiring: OrgWiring,
 ): Promise<{ static: Labels; entry: Labels }> {
   const base: Labels = { job: "sf2loki", service_name: "sf2loki" };
-  const orgId = await wiring.auth.orgId().catch(() => undefined);
-  const identity: Labels = {
-    environment: org.salesforce.environment,
-    ...(orgId ? { sf_org_id: orgId } : {}),
-  };
+  // Like the daemon (#10): never ship without sf_org_id; an unresolved org id ends the run (exit 1).
+  const orgId = await wiring.auth.orgId();
+  const identity: Labels = { environment: org.salesforce.environment, sf_org_id: orgId };
   if (org.name === "") return { static: { ...base, ...identity, ...config.sink.loki.labels }, entry: {} };
   return { static: { ...base, ...config.sink.loki.labels }, entry: { org: org.name, ...identity } };
 }
