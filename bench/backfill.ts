@@ -6,19 +6,19 @@
 //
 // Usage: node bench/backfill.ts [rows]            default 1 000 000; prints one JSON object
 //        node bench/backfill.ts --run <rows>      one backfill measurement, JSON on stdout
-import { fork, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { parsePlan } from "../src/backfill/options.ts";
 import { runBackfill } from "../src/backfill/run.ts";
-import { validateConfig } from "../src/config/load.ts";
 import { systemClock } from "../src/util/clock.ts";
-import { daemonRunInChild, type DaemonDrainFigures } from "./eventlogfile-daemon.ts";
+import {
+  daemonRunInChild,
+  receiverStats,
+  startDrainRig,
+  type DaemonDrainFigures,
+} from "./eventlogfile-daemon.ts";
 
 const HERE = fileURLToPath(import.meta.url);
-const HELPERS = fileURLToPath(new URL("./eventlogfile-daemon.ts", import.meta.url));
 
 interface BackfillFigures {
   rows_per_s: number;
@@ -30,45 +30,11 @@ interface BackfillFigures {
 
 const mib = (bytes: number): number => Math.round((bytes / 2 ** 20) * 10) / 10;
 
-/** The drain bench's own helper roles (`--org`, `--receiver`), so both sides see identical peers. */
-async function helper(args: string[]): Promise<{ child: ChildProcess; ready: unknown }> {
-  const proc = fork(HELPERS, args, { execArgv: [], stdio: ["ignore", "inherit", "inherit", "ipc"] });
-  const ready = await new Promise<unknown>((resolve, reject) => {
-    proc.once("message", resolve);
-    proc.once("error", reject);
-    proc.once("exit", (code) => {
-      reject(new Error(`bench helper ${args.join(" ")} exited with ${code}`));
-    });
-  });
-  return { child: proc, ready };
-}
-
-async function receiverStats(
-  receiver: ChildProcess,
-): Promise<{ entries: number; unique: number; pushes: number }> {
-  const reply = new Promise<{ entries: number; unique: number; pushes: number }>((resolve) =>
-    receiver.once("message", (m) => {
-      resolve(m as { entries: number; unique: number; pushes: number });
-    }),
-  );
-  receiver.send("stats");
-  return reply;
-}
-
 async function benchBackfill(rows: number): Promise<BackfillFigures> {
-  const org = await helper(["--org", String(rows)]);
-  const receiver = await helper(["--receiver", String(rows)]);
-  const { salesforce } = org.ready as { salesforce: Record<string, unknown> };
-  const { url } = receiver.ready as { url: string };
-  const dir = mkdtempSync(join(tmpdir(), "sf2loki-bench-"));
+  // The drain bench's own org, receiver and config, so both sides meet identical peers.
+  const rig = await startDrainRig(rows);
+  const { config } = rig;
   try {
-    // The drain bench's config exactly (same sink settings and metadata fields).
-    const config = validateConfig({
-      salesforce,
-      sources: { eventlogfile: { enabled: true, event_types: ["API"] } },
-      sink: { loki: { url, structured_metadata_fields: ["USER_ID", "CLIENT_IP"] } },
-      state: { file: { path: join(dir, "state.json") } },
-    });
     const since = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10);
     // The sim's file is Hourly (the drain bench's daemon default interval).
     const plan = parsePlan({ since, interval: "Hourly", eventTypes: "API" });
@@ -89,7 +55,7 @@ async function benchBackfill(rows: number): Promise<BackfillFigures> {
     const cpu = process.cpuUsage(cpu0);
     clearInterval(sampler);
     if (outcome !== "ok") throw new Error(`backfill ended ${outcome}`);
-    const got = await receiverStats(receiver.child);
+    const got = await receiverStats(rig.receiver);
     if (got.entries !== rows || got.unique !== rows) {
       throw new Error(`receiver got ${got.entries} entries, ${got.unique} distinct ids; expected ${rows}`);
     }
@@ -101,9 +67,7 @@ async function benchBackfill(rows: number): Promise<BackfillFigures> {
       pushes: got.pushes,
     };
   } finally {
-    org.child.disconnect();
-    receiver.child.disconnect();
-    rmSync(dir, { recursive: true, force: true });
+    rig.close();
   }
 }
 

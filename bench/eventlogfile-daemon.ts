@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createApp } from "../src/app.ts";
 import { validateConfig } from "../src/config/load.ts";
+import type { Config } from "../src/config/schema.ts";
 import { simSalesforceConfig } from "../src/sim/demo-polling.ts";
 import { decodePushBody } from "../src/sim/loki-decode.ts";
 import { startSimOrg } from "../src/sim/salesforce/index.ts";
@@ -33,7 +34,7 @@ export interface DaemonDrainFigures {
   pushes: number;
 }
 
-interface ReceiverStats {
+export interface ReceiverStats {
   entries: number;
   unique: number;
   pushes: number;
@@ -112,7 +113,7 @@ async function serveReceiver(rows: number): Promise<void> {
   });
 }
 
-async function receiverStats(receiver: ChildProcess): Promise<ReceiverStats> {
+export async function receiverStats(receiver: ChildProcess): Promise<ReceiverStats> {
   const reply = new Promise<ReceiverStats>((resolve) =>
     receiver.once("message", (m) => {
       resolve(m as ReceiverStats);
@@ -122,19 +123,41 @@ async function receiverStats(receiver: ChildProcess): Promise<ReceiverStats> {
   return reply;
 }
 
-export async function benchEventLogFileDaemon(rows: number): Promise<DaemonDrainFigures> {
+/** The org and the receiver (each a child process) and the config a run against them uses. */
+export interface DrainRig {
+  config: Config;
+  receiver: ChildProcess;
+  close(): void;
+}
+
+/** Shared with bench/backfill.ts, so the daemon and the backfill meet identical peers and config. */
+export async function startDrainRig(rows: number): Promise<DrainRig> {
   const org = await child(["--org", String(rows)]);
   const receiver = await child(["--receiver", String(rows)]);
   const { salesforce } = org.ready as { salesforce: Record<string, unknown> };
   const { url } = receiver.ready as { url: string };
   const dir = mkdtempSync(join(tmpdir(), "sf2loki-bench-"));
+  const config = validateConfig({
+    salesforce,
+    sources: { eventlogfile: { enabled: true, event_types: ["API"] } },
+    sink: { loki: { url, structured_metadata_fields: ["USER_ID", "CLIENT_IP"] } },
+    state: { file: { path: join(dir, "state.json") } },
+  });
+  return {
+    config,
+    receiver: receiver.child,
+    close: () => {
+      org.child.disconnect();
+      receiver.child.disconnect();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function benchEventLogFileDaemon(rows: number): Promise<DaemonDrainFigures> {
+  const rig = await startDrainRig(rows);
+  const { config } = rig;
   try {
-    const config = validateConfig({
-      salesforce,
-      sources: { eventlogfile: { enabled: true, event_types: ["API"] } },
-      sink: { loki: { url, structured_metadata_fields: ["USER_ID", "CLIENT_IP"] } },
-      state: { file: { path: join(dir, "state.json") } },
-    });
     const app = createApp(config, { pollOnce: true, noHealthServer: true });
     const samples: number[] = [];
     let peak = process.memoryUsage.rss();
@@ -149,7 +172,7 @@ export async function benchEventLogFileDaemon(rows: number): Promise<DaemonDrain
     const seconds = (performance.now() - started) / 1000;
     const cpu = process.cpuUsage(cpu0);
     clearInterval(sampler);
-    const got = await receiverStats(receiver.child);
+    const got = await receiverStats(rig.receiver);
     if (got.entries !== rows || got.unique !== rows) {
       throw new Error(`receiver got ${got.entries} entries, ${got.unique} distinct ids; expected ${rows}`);
     }
@@ -164,9 +187,7 @@ export async function benchEventLogFileDaemon(rows: number): Promise<DaemonDrain
       pushes: got.pushes,
     };
   } finally {
-    org.child.disconnect();
-    receiver.child.disconnect();
-    rmSync(dir, { recursive: true, force: true });
+    rig.close();
   }
 }
 
