@@ -45,6 +45,8 @@ export interface BackfillRun {
   clock: Clock;
   signal: AbortSignal;
   logger?: Logger;
+  /** How long every push may fail before the run gives up (tests shorten it). */
+  pushFailureAbortMs?: number;
 }
 
 export type BackfillOutcome = "ok" | "push-failed";
@@ -252,13 +254,17 @@ async function deliver(
   run.signal.addEventListener("abort", onAbort, { once: true });
   const watch = { pushFailed: false };
   // The pipeline retries a failing Loki forever (right for a daemon); a one-shot run gives up.
-  const watchdog = setInterval(() => {
-    const since = pipeline.sinkFailingSince();
-    if (since !== undefined && run.clock.monotonic() - since > PUSH_FAILURE_ABORT_MS) {
-      watch.pushFailed = true;
-      stop.abort();
-    }
-  }, 1_000);
+  const abortAfter = run.pushFailureAbortMs ?? PUSH_FAILURE_ABORT_MS;
+  const watchdog = setInterval(
+    () => {
+      const since = pipeline.sinkFailingSince();
+      if (since !== undefined && run.clock.monotonic() - since > abortAfter) {
+        watch.pushFailed = true;
+        stop.abort();
+      }
+    },
+    Math.min(1_000, abortAfter),
+  );
   watchdog.unref();
   try {
     await pipeline.run(stop.signal);
@@ -268,7 +274,7 @@ async function deliver(
   }
   if (watch.pushFailed) {
     run.io.stderr(
-      `sf2loki backfill: aborting: every Loki push failed for ${PUSH_FAILURE_ABORT_MS / 1000}s; fix Loki and rerun the same command to resume\n`,
+      `sf2loki backfill: aborting: every Loki push failed for ${abortAfter / 1000}s; fix Loki and rerun the same command to resume\n`,
     );
     return "push-failed";
   }
