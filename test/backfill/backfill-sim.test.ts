@@ -122,6 +122,41 @@ describe("sf2loki backfill against the simulated org", () => {
     assert.equal(backfillTarget("/a.d/state"), "/a.d/state-backfill");
   });
 
+  it("multi-org: org labels on every entry, backfill:org=<name>:... keys, the first org resumes a legacy key", async () => {
+    world.loki.reset();
+    const daemonState = join(dir, "multi-state.json");
+    const c = world.config(daemonState);
+    c.orgs = [{ name: "prod", salesforce: c.salesforce, sources: c.sources }];
+    delete c.salesforce;
+    delete c.sources;
+    const path = writeFile(dir, "multi.yaml", stringify(c));
+    // A single-org backfill already loaded URI up to its newest file: the first org picks that up.
+    const uri = world.org.rest.data.eventLogFiles.filter((f) => f.EventType === "URI");
+    const newest = uri.at(-1)!;
+    writeFile(
+      dir,
+      "multi-state-backfill.json",
+      JSON.stringify({
+        "backfill:Daily:URI": JSON.stringify({ done_ids: [newest.Id], last_created: newest.CreatedDate }),
+      }),
+    );
+    const r = await cli(["backfill", "--since", since, "--event-types", "URI,Report", "--config", path]);
+    assert.equal(r.code, 0, r.stderr);
+    const entries = world.loki.entries({ source: "eventlogfile" });
+    assert.equal(entries.length, 300 * DAYS, "Report only: URI resumed past its newest file");
+    assert.ok(
+      entries.every(
+        (e) =>
+          e.labels.org === "prod" && e.labels.sf_org_id === world.org.orgId && e.labels.backfill === "true",
+      ),
+    );
+    const doc = JSON.parse(readFileSync(join(dir, "multi-state-backfill.json"), "utf8")) as Record<
+      string,
+      string
+    >;
+    assert.deepEqual(Object.keys(doc).sort(), ["backfill:Daily:URI", "backfill:org=prod:Daily:Report"]);
+  });
+
   it("--dry-run lists the files and counts the rows, pushes and commits nothing", async () => {
     world.loki.reset();
     const { path, state } = config("dry");
