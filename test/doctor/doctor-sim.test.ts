@@ -11,6 +11,7 @@ import { credentialHint } from "../../src/doctor/checks/object-probe.ts";
 import { startDemoWorld, type DemoWorld } from "../../src/sim/demo-world.ts";
 import { FileLock } from "../../src/state/file-lock.ts";
 import { cli } from "../support/cli.ts";
+import { GcsEmulator } from "../support/gcs-emulator.ts";
 import { S3Emulator } from "../support/s3-emulator.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";
 
@@ -189,6 +190,33 @@ describe("sf2loki doctor against the simulated org", () => {
       process.env.AWS_ACCESS_KEY_ID = saved.id;
       process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
       await s3.close();
+    }
+  });
+
+  it("a GCS store: the document read, the probe object created conditionally and deleted, PASS", async () => {
+    const gcs = new GcsEmulator();
+    await gcs.start();
+    try {
+      const r = await cli([
+        "doctor",
+        "--json",
+        "--config",
+        configFile("gcs", (c) => {
+          c.state = { store: "gcs", gcs: { bucket: "state-bucket", endpoint_url: gcs.url } };
+        }),
+      ]);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      const state = rowsOf(r.stdout).find((row) => row.name === "state")!;
+      assert.equal(state.status, "PASS", state.detail);
+      assert.match(
+        state.detail,
+        /gs:\/\/state-bucket\/sf2loki\/state\.json is readable \(0 checkpoint\(s\)\); conditional write and delete of gs:\/\/state-bucket\/sf2loki\/state\.json\.sf2loki-doctor-probe OK/,
+      );
+      assert.equal(gcs.getObject("state-bucket", "sf2loki/state.json.sf2loki-doctor-probe"), undefined);
+      assert.equal(gcs.getObject("state-bucket", "sf2loki/state.json"), undefined);
+      assert.ok(gcs.writes.length >= 1, "the probe was written");
+    } finally {
+      await gcs.close();
     }
   });
 
