@@ -19,8 +19,8 @@ import type { LogEntry } from "../src/model.ts";
 import { staticAccessTokens } from "../src/salesforce/access-token.ts";
 import { RestClient } from "../src/salesforce/rest.ts";
 import { elfFile, startSimRest } from "../src/sim/salesforce-rest/index.ts";
-import { EventLogFileSource } from "../src/sources/eventlogfile.ts";
-import { ELF_DEFAULTS } from "../src/sources/eventlogfile-settings.ts";
+import { EventLogFileSource } from "../src/sources/eventlogfile/source.ts";
+import { ELF_DEFAULTS } from "../src/sources/eventlogfile/settings.ts";
 import { daemonRunInChild, type DaemonDrainFigures } from "./eventlogfile-daemon.ts";
 
 const HERE = fileURLToPath(import.meta.url);

@@ -17,7 +17,7 @@ import { silentLogger } from "../src/obs/logger.ts";
 import { TokenProvider } from "../src/salesforce/auth.ts";
 import { PubSubClient } from "../src/salesforce/pubsub/client.ts";
 import { simSalesforceSettings, startSimOrg, type SimOrg } from "../src/sim/salesforce/index.ts";
-import { PubSubSource } from "../src/sources/pubsub.ts";
+import { PubSubSource } from "../src/sources/pubsub/source.ts";
 
 // avro-js 1.12.2 (the reference's Avro library) requires `underscore` from a deprecated validator it
 // loads at import time but does not declare it, so the package cannot be imported as installed.

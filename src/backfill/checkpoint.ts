@@ -3,7 +3,7 @@
 // `{"done_ids": [...], "last_created": "<CreatedDate as listed>"}` with sorted keys. `done_ids` holds
 // the files already pushed at exactly `last_created`; a newer CreatedDate resets it.
 import type { Logger } from "../obs/logger.ts";
-import { canonicalJson } from "../sources/shaping-json.ts";
+import { canonicalJson } from "../sources/shaping/json.ts";
 
 export interface BackfillCursor {
   readonly lastCreated: string | undefined;

@@ -3,8 +3,8 @@
 import type { Transforms } from "../egress/transforms.ts";
 import type { Logger } from "../obs/logger.ts";
 import type { ListedFile } from "../salesforce/eventlogfile/listing.ts";
-import type { EventLogFileSettings } from "../sources/eventlogfile-settings.ts";
-import type { EntryShaper } from "../sources/shaping-entry.ts";
+import type { EventLogFileSettings } from "../sources/eventlogfile/settings.ts";
+import type { EntryShaper } from "../sources/shaping/entry.ts";
 import type { CheckpointReader } from "../sources/source.ts";
 import type { Clock } from "../util/clock.ts";
 import { backfillKey, legacyKey } from "./checkpoint.ts";

@@ -3,8 +3,8 @@
 // `backfill:objects:<Object>` so the daemon's `eventlog_objects:*` keys are never read or written.
 import { LogEntry } from "../model.ts";
 import type { ResolvedOrg } from "../config/orgs.ts";
-import { EventLogObjectsSource } from "../sources/eventlog-objects.ts";
-import { OBJECT_DEFAULTS } from "../sources/eventlog-objects-settings.ts";
+import { EventLogObjectsSource } from "../sources/eventlog-objects/source.ts";
+import { OBJECT_DEFAULTS } from "../sources/eventlog-objects/settings.ts";
 import type { CheckpointReader, Source } from "../sources/source.ts";
 import type { OrgWiring } from "../wiring.ts";
 import { BackfillKeys, type BackfillContext } from "./context.ts";

@@ -8,7 +8,7 @@ import type { Labels } from "../model.ts";
 import { silentLogger, type Logger } from "../obs/logger.ts";
 import { Pipeline } from "../pipeline/pipeline.ts";
 import { EventLogFileClient } from "../salesforce/eventlogfile/client.ts";
-import { pollingKit } from "../sources/shaping-deps.ts";
+import { pollingKit } from "../sources/shaping/deps.ts";
 import type { Source } from "../sources/source.ts";
 import type { CheckpointStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";

@@ -3,7 +3,7 @@
 // structured metadata and sampling; a type named only on the command line gets the defaults.
 import { describeError } from "../errors.ts";
 import type { EventLogFileClient } from "../salesforce/eventlogfile/client.ts";
-import type { EventLogFileSettings, EventLogFileTypeSettings } from "../sources/eventlogfile-settings.ts";
+import type { EventLogFileSettings, EventLogFileTypeSettings } from "../sources/eventlogfile/settings.ts";
 import type { BackfillContext } from "./context.ts";
 
 export async function resolveTypes(

@@ -1,7 +1,7 @@
 // One category, one source (spec A §10): the same activity reaches us as a stream, a stored object
 // and an ELF type; ingesting two of them double-counts. A pure check over one org's sources config.
 import { ConfigError } from "../errors.ts";
-import { eventTypeOf, filterTopics, hasWildcard, WILDCARD } from "./pubsub-topics.ts";
+import { eventTypeOf, filterTopics, hasWildcard, WILDCARD } from "./pubsub/topics.ts";
 
 const SUFFIXES = ["EventStream", "EventStore", "Event"];
 /** New exceptions go in this one table. */

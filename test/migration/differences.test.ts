@@ -8,8 +8,8 @@ import { validateConfig } from "../../src/config/load.ts";
 import { ConfigError } from "../../src/errors.ts";
 import { NO_TRANSFORMS } from "../../src/egress/transforms.ts";
 import { csvRowBatches } from "../../src/salesforce/eventlogfile/csv-rows.ts";
-import { ElfFileShaper } from "../../src/sources/eventlogfile-shape.ts";
-import { EntryShaper } from "../../src/sources/shaping-entry.ts";
+import { ElfFileShaper } from "../../src/sources/eventlogfile/shape.ts";
+import { EntryShaper } from "../../src/sources/shaping/entry.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { tempDir } from "../support/tmp.ts";
 

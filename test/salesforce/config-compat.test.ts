@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { SalesforceConfig, SourcesConfig } from "../../src/config/schema.ts";
 import type { SalesforceSettings } from "../../src/salesforce/auth.ts";
-import type { PubSubSettings } from "../../src/sources/pubsub.ts";
+import type { PubSubSettings } from "../../src/sources/pubsub/source.ts";
 import type { OverlapSourcesConfig } from "../../src/sources/overlap.ts";
 
 const salesforce = (c: SalesforceConfig): SalesforceSettings => c;

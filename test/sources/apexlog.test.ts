@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it, type TestContext } from "node:test";
 import { apexLogQuery } from "../../src/salesforce/apexlog.ts";
 import { sfDatetime, simApexLog, simId, type SimApexLog } from "../../src/sim/salesforce-rest/index.ts";
-import { ApexLogSource } from "../../src/sources/apexlog.ts";
-import { APEXLOG_DEFAULTS, type ApexLogSettings } from "../../src/sources/apexlog-settings.ts";
+import { ApexLogSource } from "../../src/sources/apexlog/source.ts";
+import { APEXLOG_DEFAULTS, type ApexLogSettings } from "../../src/sources/apexlog/settings.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { MemoryCheckpoints, counts, drive, simOrg } from "./shaping-harness.ts";
 

@@ -10,12 +10,12 @@ import {
 import {
   EventLogObjectsSource,
   type EventLogObjectsSourceOptions,
-} from "../../src/sources/eventlog-objects.ts";
+} from "../../src/sources/eventlog-objects/source.ts";
 import {
   OBJECT_DEFAULTS,
   type EventLogObjectSettings,
   type EventLogObjectsSettings,
-} from "../../src/sources/eventlog-objects-settings.ts";
+} from "../../src/sources/eventlog-objects/settings.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { MemoryCheckpoints, simOrg } from "./shaping-harness.ts";
 

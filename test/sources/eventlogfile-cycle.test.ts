@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { elfFile, sfDatetime } from "../../src/sim/salesforce-rest/index.ts";
-import { shouldKeep } from "../../src/sources/shaping-sample.ts";
+import { shouldKeep } from "../../src/sources/shaping/sample.ts";
 import { drive } from "./shaping-harness.ts";
 import { HOUR, T0, elfType, elfWorld, ids, requestId } from "./eventlogfile-world.ts";
 

@@ -1,12 +1,12 @@
 // A simulated org plus an EventLogFileSource wired to it over loopback, for the ELF tests.
 import type { TestContext } from "node:test";
 import { type SimRestOptions, type SimRestServer } from "../../src/sim/salesforce-rest/index.ts";
-import { EventLogFileSource, type EventLogFileSourceOptions } from "../../src/sources/eventlogfile.ts";
+import { EventLogFileSource, type EventLogFileSourceOptions } from "../../src/sources/eventlogfile/source.ts";
 import {
   ELF_DEFAULTS,
   type EventLogFileSettings,
   type EventLogFileTypeSettings,
-} from "../../src/sources/eventlogfile-settings.ts";
+} from "../../src/sources/eventlogfile/settings.ts";
 import type { RestClient } from "../../src/salesforce/rest.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { MemoryCheckpoints, simOrg } from "./shaping-harness.ts";

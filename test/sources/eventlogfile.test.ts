@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { elfFile } from "../../src/sim/salesforce-rest/index.ts";
 import { parseSfTimestampNs } from "../../src/salesforce/soql-datetime.ts";
-import { canonicalJson } from "../../src/sources/shaping-json.ts";
+import { canonicalJson } from "../../src/sources/shaping/json.ts";
 import { counts, drive } from "./shaping-harness.ts";
 import { HOUR, T0, elfType, elfWorld, ids, requestId } from "./eventlogfile-world.ts";
 

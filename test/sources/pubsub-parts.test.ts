@@ -1,12 +1,12 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { LogEntry } from "../../src/model.ts";
-import { Bridge } from "../../src/sources/pubsub-bridge.ts";
-import { topicsFromSObjects } from "../../src/sources/pubsub-discovery.ts";
-import { decodeReplayId, encodeReplayId } from "../../src/sources/pubsub-replay.ts";
-import { sampleRateFor } from "../../src/sources/pubsub-sample.ts";
-import { eventTimestampNs } from "../../src/sources/pubsub-shape.ts";
-import { eventTypeOf, filterTopics } from "../../src/sources/pubsub-topics.ts";
+import { Bridge } from "../../src/sources/pubsub/bridge.ts";
+import { topicsFromSObjects } from "../../src/sources/pubsub/discovery.ts";
+import { decodeReplayId, encodeReplayId } from "../../src/sources/pubsub/replay.ts";
+import { sampleRateFor } from "../../src/sources/pubsub/sample.ts";
+import { eventTimestampNs } from "../../src/sources/pubsub/shape.ts";
+import { eventTypeOf, filterTopics } from "../../src/sources/pubsub/topics.ts";
 
 describe("topic filter", () => {
   it("dedupes keeping first order, skips the * marker, applies include then exclude", () => {

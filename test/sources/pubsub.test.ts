@@ -7,9 +7,13 @@ import { ManualClock, type Clock } from "../../src/util/clock.ts";
 import { TokenProvider } from "../../src/salesforce/auth.ts";
 import { replayIdFromSequence } from "../../src/salesforce/pubsub/proto.ts";
 import type { SimOrg } from "../../src/sim/salesforce/index.ts";
-import { PubSubSource, type PubSubSettings, type PubSubSourceOptions } from "../../src/sources/pubsub.ts";
-import { DescribeGlobalDiscoverer } from "../../src/sources/pubsub-discovery.ts";
-import { shouldKeep } from "../../src/sources/shaping-sample.ts";
+import {
+  PubSubSource,
+  type PubSubSettings,
+  type PubSubSourceOptions,
+} from "../../src/sources/pubsub/source.ts";
+import { DescribeGlobalDiscoverer } from "../../src/sources/pubsub/discovery.ts";
+import { shouldKeep } from "../../src/sources/shaping/sample.ts";
 import type { CheckpointReader } from "../../src/sources/source.ts";
 import {
   captureLogs,

@@ -5,7 +5,7 @@ import { describe, it } from "node:test";
 import { compileTransforms, hashValue } from "../../src/egress/transforms.ts";
 import { pyStr } from "../../src/egress/transforms-python.ts";
 import { parsePythonJson } from "../../src/salesforce/rest-json.ts";
-import { canonicalJson } from "../../src/sources/shaping-json.ts";
+import { canonicalJson } from "../../src/sources/shaping/json.ts";
 import { PyFloat, pyFloatRepr } from "../../src/util/py-float.ts";
 
 describe("pyFloatRepr = Python repr(float)", () => {

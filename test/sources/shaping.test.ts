@@ -2,11 +2,11 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { pyStr } from "../../src/egress/transforms-python.ts";
 import { parseSfTimestampNs, soqlDatetime } from "../../src/salesforce/soql-datetime.ts";
-import { canonicalJson, rowRenderer } from "../../src/sources/shaping-json.ts";
-import { deriveLevel } from "../../src/sources/shaping-level.ts";
-import { routeFields } from "../../src/sources/shaping-metadata.ts";
-import { shouldKeep } from "../../src/sources/shaping-sample.ts";
-import { pickTimestamp, timestampOf } from "../../src/sources/shaping-timestamp.ts";
+import { canonicalJson, rowRenderer } from "../../src/sources/shaping/json.ts";
+import { deriveLevel } from "../../src/sources/shaping/level.ts";
+import { routeFields } from "../../src/sources/shaping/metadata.ts";
+import { shouldKeep } from "../../src/sources/shaping/sample.ts";
+import { pickTimestamp, timestampOf } from "../../src/sources/shaping/timestamp.ts";
 import { PyFloat } from "../../src/util/py-float.ts";
 
 const ns = (iso: string): bigint => BigInt(Date.parse(iso)) * 1_000_000n;

@@ -1,6 +1,6 @@
 // The Pub/Sub-specific part of shaping (§4.4): which fields carry event time. Line, metadata,
 // level and sampling come from the shared shaping modules every source uses.
-import { timestampOf } from "./shaping-timestamp.ts";
+import { timestampOf } from "../shaping/timestamp.ts";
 
 /** `EventDate`, then `CreatedDate`, then `ChangeEventHeader.commitTimestamp` (epoch millis). */
 export function eventTimestampNs(p: Record<string, unknown>): bigint | undefined {

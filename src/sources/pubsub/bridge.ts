@@ -1,7 +1,7 @@
 // The bounded FIFO between the per-topic tasks and `events()` (§4.5): at most `maxEntries` entries
 // and (when maxBytes > 0) about `maxBytes` of line bytes. A full bridge blocks producers, so they
 // stop pulling from their streams and no credits are requested: that is the backpressure path.
-import type { LogEntry } from "../model.ts";
+import type { LogEntry } from "../../model.ts";
 
 /** What a real entry costs against the byte budget: its line plus a fixed overhead. */
 export const ENTRY_OVERHEAD_BYTES = 64;

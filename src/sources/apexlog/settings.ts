@@ -1,5 +1,5 @@
 // `sources.apexlog` as the config hands it over (snake_case, durations in ms).
-import type { TransformRule } from "../egress/transforms.ts";
+import type { TransformRule } from "../../egress/transforms.ts";
 
 export interface ApexLogSettings {
   enabled: boolean;

@@ -3,18 +3,18 @@
 // log is younger than download_max_age the cycle ends before it, so the next cycle lists it again
 // (#93); only an older log falls back to its metadata line.
 import type { Counter } from "@opentelemetry/api";
-import type { Labels, LogEntry } from "../model.ts";
-import { APEXLOG_PAGE, ApexLogClient, apexLogMetadata } from "../salesforce/apexlog.ts";
-import { isThrottled } from "../salesforce/rest-errors.ts";
-import type { SObjectRecord } from "../salesforce/rest.ts";
-import { nsToMs, parseSfTimestampNs } from "../salesforce/soql-datetime.ts";
-import { pyStr } from "../egress/transforms-python.ts";
-import type { ApexLogSettings } from "./apexlog-settings.ts";
-import { IdWindowCursor } from "./eventlog-objects-cursor.ts";
-import { aborted, jittered, loadCheckpoint, pause } from "./shaping-cycle.ts";
-import { pollingKit, type PollingKit, type PollingSourceDeps } from "./shaping-deps.ts";
-import { canonicalJson } from "./shaping-json.ts";
-import type { CheckpointReader, Source } from "./source.ts";
+import type { Labels, LogEntry } from "../../model.ts";
+import { APEXLOG_PAGE, ApexLogClient, apexLogMetadata } from "../../salesforce/apexlog.ts";
+import { isThrottled } from "../../salesforce/rest-errors.ts";
+import type { SObjectRecord } from "../../salesforce/rest.ts";
+import { nsToMs, parseSfTimestampNs } from "../../salesforce/soql-datetime.ts";
+import { pyStr } from "../../egress/transforms-python.ts";
+import type { ApexLogSettings } from "./settings.ts";
+import { IdWindowCursor } from "../eventlog-objects/cursor.ts";
+import { aborted, jittered, loadCheckpoint, pause } from "../shaping/cycle.ts";
+import { pollingKit, type PollingKit, type PollingSourceDeps } from "../shaping/deps.ts";
+import { canonicalJson } from "../shaping/json.ts";
+import type { CheckpointReader, Source } from "../source.ts";
 
 const KEY = "apexlog";
 const LABELS: Labels = { source: "apexlog", event_type: "apexlog" };

@@ -1,13 +1,13 @@
 // What every polling source does to turn one payload into a LogEntry, plus the shared counters
 // (timestamp fallbacks, sampled-out rows) so the three sources cannot drift apart.
 import { metrics, type Counter, type Meter } from "@opentelemetry/api";
-import { LogEntry, msToNs, type CheckpointToken, type Labels } from "../model.ts";
-import type { Clock } from "../util/clock.ts";
-import type { SourceName } from "./source.ts";
-import { canonicalJson } from "./shaping-json.ts";
-import { routeFields } from "./shaping-metadata.ts";
-import { shouldKeep } from "./shaping-sample.ts";
-import { pickTimestamp } from "./shaping-timestamp.ts";
+import { LogEntry, msToNs, type CheckpointToken, type Labels } from "../../model.ts";
+import type { Clock } from "../../util/clock.ts";
+import type { SourceName } from "../source.ts";
+import { canonicalJson } from "./json.ts";
+import { routeFields } from "./metadata.ts";
+import { shouldKeep } from "./sample.ts";
+import { pickTimestamp } from "./timestamp.ts";
 
 export interface ShapeRequest {
   payload: Record<string, unknown>;

@@ -1,17 +1,17 @@
 // EventLogFileSource (`eventlogfile`, bulk lane; spec A §7): each cycle resolves the types (explicit
 // plus wildcard discovery), measures the server's clock skew, then runs one worker per type behind a
 // semaphore; workers feed a small bounded channel that this stream drains in arrival order.
-import { describeError } from "../errors.ts";
-import type { LogEntry } from "../model.ts";
-import { EventLogFileClient } from "../salesforce/eventlogfile/client.ts";
-import { isThrottled } from "../salesforce/rest-errors.ts";
-import type { ElfCursor } from "./eventlogfile-checkpoint.ts";
-import { Channel, Semaphore } from "./eventlogfile-channel.ts";
-import type { EventLogFileSettings, EventLogFileTypeSettings } from "./eventlogfile-settings.ts";
-import { processEventType, type ElfRunContext } from "./eventlogfile-worker.ts";
-import { jittered, pause } from "./shaping-cycle.ts";
-import { pollingKit, type PollingKit, type PollingSourceDeps } from "./shaping-deps.ts";
-import type { CheckpointReader, Source } from "./source.ts";
+import { describeError } from "../../errors.ts";
+import type { LogEntry } from "../../model.ts";
+import { EventLogFileClient } from "../../salesforce/eventlogfile/client.ts";
+import { isThrottled } from "../../salesforce/rest-errors.ts";
+import type { ElfCursor } from "./checkpoint.ts";
+import { Channel, Semaphore } from "./channel.ts";
+import type { EventLogFileSettings, EventLogFileTypeSettings } from "./settings.ts";
+import { processEventType, type ElfRunContext } from "./worker.ts";
+import { jittered, pause } from "../shaping/cycle.ts";
+import { pollingKit, type PollingKit, type PollingSourceDeps } from "../shaping/deps.ts";
+import type { CheckpointReader, Source } from "../source.ts";
 
 /** Batches (one network chunk's rows each) buffered between the workers and the consumer. */
 const BRIDGE_CAPACITY = 2;

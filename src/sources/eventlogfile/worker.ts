@@ -4,14 +4,14 @@
 // file that fails transiently ends the type without advancing, so nothing after it can move the
 // watermark past it.
 import type { Counter } from "@opentelemetry/api";
-import type { Transforms } from "../egress/transforms.ts";
-import type { CheckpointToken, LogEntry } from "../model.ts";
-import type { Logger } from "../obs/logger.ts";
-import type { EventLogFileClient } from "../salesforce/eventlogfile/client.ts";
-import type { ListedFile, ListingAfter } from "../salesforce/eventlogfile/listing.ts";
-import { isThrottled } from "../salesforce/rest-errors.ts";
-import { formatIsoSeconds, nsToMs } from "../salesforce/soql-datetime.ts";
-import type { Clock } from "../util/clock.ts";
+import type { Transforms } from "../../egress/transforms.ts";
+import type { CheckpointToken, LogEntry } from "../../model.ts";
+import type { Logger } from "../../obs/logger.ts";
+import type { EventLogFileClient } from "../../salesforce/eventlogfile/client.ts";
+import type { ListedFile, ListingAfter } from "../../salesforce/eventlogfile/listing.ts";
+import { isThrottled } from "../../salesforce/rest-errors.ts";
+import { formatIsoSeconds, nsToMs } from "../../salesforce/soql-datetime.ts";
+import type { Clock } from "../../util/clock.ts";
 import {
   alreadyProcessed,
   foldProcessed,
@@ -19,16 +19,12 @@ import {
   processedIndex,
   serialiseElfCheckpoint,
   type ElfCursor,
-} from "./eventlogfile-checkpoint.ts";
-import { ElfFileShaper, type ElfShapeOptions } from "./eventlogfile-shape.ts";
-import {
-  settleWindowMs,
-  type EventLogFileSettings,
-  type EventLogFileTypeSettings,
-} from "./eventlogfile-settings.ts";
-import { loadCheckpoint, type CycleHealth } from "./shaping-cycle.ts";
-import type { EntryShaper } from "./shaping-entry.ts";
-import type { CheckpointReader } from "./source.ts";
+} from "./checkpoint.ts";
+import { ElfFileShaper, type ElfShapeOptions } from "./shape.ts";
+import { settleWindowMs, type EventLogFileSettings, type EventLogFileTypeSettings } from "./settings.ts";
+import { loadCheckpoint, type CycleHealth } from "../shaping/cycle.ts";
+import type { EntryShaper } from "../shaping/entry.ts";
+import type { CheckpointReader } from "../source.ts";
 
 export interface ElfRunContext {
   client: EventLogFileClient;

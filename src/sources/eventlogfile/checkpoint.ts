@@ -1,9 +1,9 @@
 // The EventLogFile checkpoint (spec A §7.6): `{"ids": [[fileId, CreatedDate], ...], "last_created":
 // "<CreatedDate as listed>"}`, keys sorted, Python spacing, so a Python sf2loki reads ours and we
 // read theirs. Decoding never throws (#103): junk becomes the lookback default with a warning.
-import type { Logger } from "../obs/logger.ts";
-import { isValidTimestamp, parseSfTimestampNs } from "../salesforce/soql-datetime.ts";
-import { canonicalJson } from "./shaping-json.ts";
+import type { Logger } from "../../obs/logger.ts";
+import { isValidTimestamp, parseSfTimestampNs } from "../../salesforce/soql-datetime.ts";
+import { canonicalJson } from "../shaping/json.ts";
 
 /** A processed file: `[id, created]`, or a legacy bare id (created unknown: matches any date). */
 export type ProcessedFile = readonly [id: string, created: string | null];

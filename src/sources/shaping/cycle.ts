@@ -2,12 +2,12 @@
 // abort, a checkpoint load that backs off instead of crashing, failure escalation and stall
 // bookkeeping with their counters, and a lazily serialised checkpoint token.
 import { metrics, type Counter, type Meter } from "@opentelemetry/api";
-import type { Logger } from "../obs/logger.ts";
-import type { CheckpointToken } from "../model.ts";
-import { isThrottled } from "../salesforce/rest-errors.ts";
-import type { Clock } from "../util/clock.ts";
-import { fullJitter, retry } from "../util/retry.ts";
-import type { CheckpointReader, SourceName } from "./source.ts";
+import type { Logger } from "../../obs/logger.ts";
+import type { CheckpointToken } from "../../model.ts";
+import { isThrottled } from "../../salesforce/rest-errors.ts";
+import type { Clock } from "../../util/clock.ts";
+import { fullJitter, retry } from "../../util/retry.ts";
+import type { CheckpointReader, SourceName } from "../source.ts";
 
 /** `interval x U(0.9, 1.1)`. */
 export function jittered(clock: Clock, intervalMs: number): number {

@@ -1,17 +1,17 @@
 // PubSubSource (`pubsub`, the streaming lane, spec A §4): one task per topic, all merged through a
 // bounded bridge into one async stream; wildcard discovery and periodic rediscovery.
 import { metrics, type Meter } from "@opentelemetry/api";
-import type { LogEntry } from "../model.ts";
-import { systemClock, type Clock } from "../util/clock.ts";
-import { retry } from "../util/retry.ts";
-import { silentLogger, type Logger } from "../obs/logger.ts";
-import type { TokenSource } from "../salesforce/auth.ts";
-import { PubSubClient, type PubSubSubscriber } from "../salesforce/pubsub/client.ts";
-import type { CheckpointReader, Source } from "./source.ts";
-import { categoryOfTopic } from "./overlap.ts";
-import { Bridge } from "./pubsub-bridge.ts";
-import { DescribeGlobalDiscoverer, type TopicDiscoverer } from "./pubsub-discovery.ts";
-import type { OrgIdentity, PayloadTransform, PubSubSettings } from "./pubsub-settings.ts";
+import type { LogEntry } from "../../model.ts";
+import { systemClock, type Clock } from "../../util/clock.ts";
+import { retry } from "../../util/retry.ts";
+import { silentLogger, type Logger } from "../../obs/logger.ts";
+import type { TokenSource } from "../../salesforce/auth.ts";
+import { PubSubClient, type PubSubSubscriber } from "../../salesforce/pubsub/client.ts";
+import type { CheckpointReader, Source } from "../source.ts";
+import { categoryOfTopic } from "../overlap.ts";
+import { Bridge } from "./bridge.ts";
+import { DescribeGlobalDiscoverer, type TopicDiscoverer } from "./discovery.ts";
+import type { OrgIdentity, PayloadTransform, PubSubSettings } from "./settings.ts";
 import {
   RECONNECT_BASE_MS,
   RECONNECT_CAP_MS,
@@ -19,10 +19,10 @@ import {
   stopped,
   type SourceInstruments,
   type TopicTaskContext,
-} from "./pubsub-task.ts";
-import { filterTopics, hasWildcard } from "./pubsub-topics.ts";
+} from "./task.ts";
+import { filterTopics, hasWildcard } from "./topics.ts";
 
-export type { PubSubSettings, OrgIdentity, PayloadTransform } from "./pubsub-settings.ts";
+export type { PubSubSettings, OrgIdentity, PayloadTransform } from "./settings.ts";
 
 export const BRIDGE_MAX_ENTRIES = 1000;
 const DISCOVERY_ATTEMPTS = 3;

@@ -1,8 +1,8 @@
 // Entry timestamps (spec B §5.4): the first candidate field that parses wins; otherwise a stable
 // fallback (the file's CreatedDate, the watermark) unless it is too old for Loki, otherwise now.
-import { msToNs } from "../model.ts";
-import { parseSfTimestampNs } from "../salesforce/soql-datetime.ts";
-import { PyFloat } from "../util/py-float.ts";
+import { msToNs } from "../../model.ts";
+import { parseSfTimestampNs } from "../../salesforce/soql-datetime.ts";
+import { PyFloat } from "../../util/py-float.ts";
 
 const HOUR_NS = 3_600_000_000_000n;
 const CLAMP_NS = 300_000_000_000n;

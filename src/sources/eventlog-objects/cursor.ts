@@ -7,12 +7,12 @@
 // a 500-Id window costs ~10 KB on every entry's checkpoint. `ids` holds the newest 500 of them (the
 // Python reader's window); when more share the watermark, `boundary_ids` holds them all (fix #127),
 // since the next `>=` query returns every one of them again.
-import type { Logger } from "../obs/logger.ts";
-import type { CheckpointToken } from "../model.ts";
-import { formatIsoSeconds, isValidTimestamp, parseSfTimestampNs } from "../salesforce/soql-datetime.ts";
-import { isSalesforceId } from "../salesforce/soql-literals.ts";
-import { LazyToken } from "./shaping-cycle.ts";
-import { canonicalJson } from "./shaping-json.ts";
+import type { Logger } from "../../obs/logger.ts";
+import type { CheckpointToken } from "../../model.ts";
+import { formatIsoSeconds, isValidTimestamp, parseSfTimestampNs } from "../../salesforce/soql-datetime.ts";
+import { isSalesforceId } from "../../salesforce/soql-literals.ts";
+import { LazyToken } from "../shaping/cycle.ts";
+import { canonicalJson } from "../shaping/json.ts";
 
 /** The size of `ids`, the window the Python sf2loki reads. */
 export const ID_WINDOW = 500;

@@ -3,23 +3,23 @@
 // cursor (#38); Big Objects are drained newest-first (#46, #95). A per-object settle window keeps
 // the cursor behind rows that are not queryable yet (#87). Every record carries its own cursor, so a
 // crash resumes after exactly the last pushed record.
-import type { LogEntry } from "../model.ts";
-import { isThrottled, SalesforceApiError } from "../salesforce/rest-errors.ts";
-import type { SObjectRecord } from "../salesforce/rest.ts";
-import { formatIsoMs } from "../salesforce/soql-datetime.ts";
-import { msToNs } from "../model.ts";
-import { IdWindowCursor } from "./eventlog-objects-cursor.ts";
-import { drainDescending } from "./eventlog-objects-drain.ts";
-import { PAGE, ascendingQuery } from "./eventlog-objects-query.ts";
+import type { LogEntry } from "../../model.ts";
+import { isThrottled, SalesforceApiError } from "../../salesforce/rest-errors.ts";
+import type { SObjectRecord } from "../../salesforce/rest.ts";
+import { formatIsoMs } from "../../salesforce/soql-datetime.ts";
+import { msToNs } from "../../model.ts";
+import { IdWindowCursor } from "./cursor.ts";
+import { drainDescending } from "./drain.ts";
+import { PAGE, ascendingQuery } from "./query.ts";
 import {
   objectSettleWindowMs,
   type EventLogObjectSettings,
   type EventLogObjectsSettings,
-} from "./eventlog-objects-settings.ts";
-import { aborted, jittered, loadCheckpoint, pause } from "./shaping-cycle.ts";
-import { pollingKit, type PollingKit, type PollingSourceDeps } from "./shaping-deps.ts";
-import { canonicalJson } from "./shaping-json.ts";
-import type { CheckpointReader, Source } from "./source.ts";
+} from "./settings.ts";
+import { aborted, jittered, loadCheckpoint, pause } from "../shaping/cycle.ts";
+import { pollingKit, type PollingKit, type PollingSourceDeps } from "../shaping/deps.ts";
+import { canonicalJson } from "../shaping/json.ts";
+import type { CheckpointReader, Source } from "../source.ts";
 
 export interface EventLogObjectsSourceOptions extends PollingSourceDeps {
   settings: EventLogObjectsSettings;

@@ -1,5 +1,5 @@
 // The Pub/Sub source's slice of the config (snake_case exactly as in the YAML) and the org it runs for.
-import type { ReplayPresetName } from "../salesforce/pubsub/proto.ts";
+import type { ReplayPresetName } from "../../salesforce/pubsub/proto.ts";
 
 export type InvalidCheckpointPolicy = "earliest" | "latest";
 

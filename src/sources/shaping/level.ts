@@ -1,5 +1,5 @@
 // The `level` structured-metadata value, from an explicit allowlist of payload fields (spec B §5.2).
-import { pyStr } from "../egress/transforms-python.ts";
+import { pyStr } from "../../egress/transforms-python.ts";
 
 export type Level = "error" | "warn" | "info";
 

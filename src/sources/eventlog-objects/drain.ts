@@ -7,9 +7,9 @@
 //   excluded the seen Ids with a growing `Id NOT IN (...)` that overflowed the URI past ~550 rows;
 //   here the tie group is split into Id ranges instead (a full page splits its range at the median
 //   Id), so every query stays two Id literals long and a tie group of any size drains completely.
-import type { RestClient, SObjectRecord } from "../salesforce/rest.ts";
-import { formatIsoMs, parseSfTimestampNs } from "../salesforce/soql-datetime.ts";
-import { PAGE, descendingQuery, type DescendingWindow } from "./eventlog-objects-query.ts";
+import type { RestClient, SObjectRecord } from "../../salesforce/rest.ts";
+import { formatIsoMs, parseSfTimestampNs } from "../../salesforce/soql-datetime.ts";
+import { PAGE, descendingQuery, type DescendingWindow } from "./query.ts";
 
 export interface DrainRequest {
   rest: RestClient;

@@ -1,9 +1,9 @@
 // Wildcard topic discovery through describeGlobal (spec A §2.3): every `*EventStream` sObject, as
 // the Python version discovers. `<X>Event` with an `<X>EventStore` twin (the newer RTEM generation,
 // #122) joins only when `discover_event_store_pairs` asks: a swap must not add topics on its own.
-import type { TokenSource } from "../salesforce/auth.ts";
-import { getWithBearer } from "../salesforce/auth-http.ts";
-import { Sf2LokiError } from "../errors.ts";
+import type { TokenSource } from "../../salesforce/auth.ts";
+import { getWithBearer } from "../../salesforce/auth-http.ts";
+import { Sf2LokiError } from "../../errors.ts";
 
 export interface TopicDiscoverer {
   discover(signal?: AbortSignal): Promise<string[]>;

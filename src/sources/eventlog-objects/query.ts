@@ -1,6 +1,6 @@
 // The SOQL texts of eventlog_objects. Every name is validated and every literal escaped (#150).
-import { soqlDatetime } from "../salesforce/soql-datetime.ts";
-import { soqlIdentifier, soqlString } from "../salesforce/soql-literals.ts";
+import { soqlDatetime } from "../../salesforce/soql-datetime.ts";
+import { soqlIdentifier, soqlString } from "../../salesforce/soql-literals.ts";
 
 /** FIELDS(ALL) caps LIMIT at 200. */
 export const PAGE = 200;

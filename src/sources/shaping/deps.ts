@@ -1,13 +1,13 @@
 // What every polling source is built from besides its own settings block, and what it builds from it.
 import { metrics, type Meter } from "@opentelemetry/api";
-import { compileTransforms, type TransformRule, type Transforms } from "../egress/transforms.ts";
-import { silentLogger, type Logger } from "../obs/logger.ts";
-import type { AccessTokenSource } from "../salesforce/access-token.ts";
-import { RestClient } from "../salesforce/rest.ts";
-import { systemClock, type Clock } from "../util/clock.ts";
-import { CycleHealth } from "./shaping-cycle.ts";
-import { EntryShaper } from "./shaping-entry.ts";
-import type { SourceName } from "./source.ts";
+import { compileTransforms, type TransformRule, type Transforms } from "../../egress/transforms.ts";
+import { silentLogger, type Logger } from "../../obs/logger.ts";
+import type { AccessTokenSource } from "../../salesforce/access-token.ts";
+import { RestClient } from "../../salesforce/rest.ts";
+import { systemClock, type Clock } from "../../util/clock.ts";
+import { CycleHealth } from "./cycle.ts";
+import { EntryShaper } from "./entry.ts";
+import type { SourceName } from "../source.ts";
 
 export interface PollingSourceDeps {
   tokens: AccessTokenSource;

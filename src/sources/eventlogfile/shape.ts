@@ -2,15 +2,15 @@
 // positions, the sorted line layout and the label and metadata columns are worked out once, so a
 // row costs its cells' escaping and one object for its metadata. A row that a transform must see,
 // or one wider than the header, takes the general path through a row map.
-import type { Transforms } from "../egress/transforms.ts";
-import { LogEntry, type CheckpointToken, type Labels } from "../model.ts";
-import { rowObject, type CsvRow } from "../salesforce/eventlogfile/csv-rows.ts";
-import type { EventLogFileTypeSettings } from "./eventlogfile-settings.ts";
-import type { EntryShaper } from "./shaping-entry.ts";
-import { canonicalJson, jsonString, rowRenderer } from "./shaping-json.ts";
-import { deriveLevelBy } from "./shaping-level.ts";
-import { routeFields } from "./shaping-metadata.ts";
-import { timestampOf } from "./shaping-timestamp.ts";
+import type { Transforms } from "../../egress/transforms.ts";
+import { LogEntry, type CheckpointToken, type Labels } from "../../model.ts";
+import { rowObject, type CsvRow } from "../../salesforce/eventlogfile/csv-rows.ts";
+import type { EventLogFileTypeSettings } from "./settings.ts";
+import type { EntryShaper } from "../shaping/entry.ts";
+import { canonicalJson, jsonString, rowRenderer } from "../shaping/json.ts";
+import { deriveLevelBy } from "../shaping/level.ts";
+import { routeFields } from "../shaping/metadata.ts";
+import { timestampOf } from "../shaping/timestamp.ts";
 
 export interface ElfShapeOptions {
   type: EventLogFileTypeSettings;

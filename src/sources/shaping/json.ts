@@ -5,8 +5,8 @@
 // number's text); a plain whole number is a Python int. One known difference (docs/sources.md):
 // keys are ordered by UTF-16 unit, not code point, which differs only for astral-plane keys.
 
-import { pyFiniteNumber } from "../egress/transforms-python.ts";
-import { PyFloat, pyFloatRepr } from "../util/py-float.ts";
+import { pyFiniteNumber } from "../../egress/transforms-python.ts";
+import { PyFloat, pyFloatRepr } from "../../util/py-float.ts";
 
 const NON_ASCII = /[\u007f-\uffff]/g;
 const HAS_NON_ASCII = /[\u007f-\uffff]/;

@@ -1,7 +1,7 @@
 // `sources.eventlogfile` as the config hands it over (snake_case, durations in ms), and the
 // defaults that depend on other keys.
-import type { TransformRule } from "../egress/transforms.ts";
-import type { ElfInterval } from "../salesforce/eventlogfile/listing.ts";
+import type { TransformRule } from "../../egress/transforms.ts";
+import type { ElfInterval } from "../../salesforce/eventlogfile/listing.ts";
 
 export interface EventLogFileTypeSettings {
   /** An EventType, or `*` to discover every type with files of the interval. */

@@ -1,6 +1,6 @@
 // Topic resolution (§4.1): `*` is a discovery marker, never a topic; explicit and discovered topics
 // go through the same dedupe + include/exclude filter.
-import { fnmatchcase } from "../util/glob.ts";
+import { fnmatchcase } from "../../util/glob.ts";
 
 export const WILDCARD = "*";
 
