@@ -11,7 +11,7 @@ import {
   type IsolateHow,
   type IsolateScope,
   type PairingKind,
-} from "../e2e/ha-support.ts";
+} from "./ha-support.ts";
 
 const RUNS = Number(process.env.CHAOS_RUNS ?? "1");
 
