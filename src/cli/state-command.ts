@@ -9,8 +9,9 @@ import { Sf2LokiError, describeError } from "../errors.ts";
 import { buildCoordinator } from "../coordinate/build.ts";
 import { LeaseCoordinator } from "../coordinate/lease/coordinator.ts";
 import { buildStore } from "../state/build.ts";
-import { StateFileLockError, StateStoreConflictError } from "../state/errors.ts";
+import { StateFileLockError, StateStoreConflictError, stateErrors } from "../state/errors.ts";
 import { RESERVED_KEYS, type CheckpointStore } from "../state/store.ts";
+import { isOutage } from "../state/transient.ts";
 import { fnmatchcase } from "../util/glob.ts";
 import { UsageError } from "./config-command.ts";
 import { EXIT_OK, reportError, type CliIO } from "./exit.ts";
@@ -88,7 +89,9 @@ async function withStore<T>(
     store = buildStore(config.state, { exclusiveLock: !opts.force });
     await fn(store);
     return EXIT_OK;
-  } catch (err) {
+  } catch (caught) {
+    // A raw transport error (an SDK's, with its stack) becomes one line naming the store.
+    const err = store && isOutage(caught) ? stateErrors.unavailable(store.location, caught) : caught;
     const code = reportError(err, io);
     if (err instanceof StateFileLockError) io.stderr(`sf2loki: ${LOCK_ADVICE}\n`);
     if (err instanceof StateStoreConflictError) io.stderr(`sf2loki: ${CONFLICT_ADVICE}\n`);

@@ -46,6 +46,13 @@ export class StateFenceError extends Sf2LokiError {
   }
 }
 
+/** The store did not answer (a network error, a timeout, 5xx after the retries): an outage, not a defect. */
+export class StateUnavailableError extends Sf2LokiError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("SF2LOKI_STATE_UNAVAILABLE", message, options);
+  }
+}
+
 /** The object store refused our credentials (401/403) for the checkpoint object. */
 export class StateAccessDeniedError extends Sf2LokiError {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -183,6 +190,15 @@ export const stateErrors = {
       `${op} on ${location} refused: this replica's term (epoch ${mine}) was superseded by epoch ${stored}, ` +
         `stamped by the replica that took the lease over; standing by (nothing is lost: it resumes from the ` +
         `checkpoints the new leader commits).`,
+    );
+  },
+
+  /** A command could not reach the store at all; the daemon retries such failures by itself. */
+  unavailable(location: string, cause: unknown): StateUnavailableError {
+    return new StateUnavailableError(
+      `the state store ${location} did not answer (${describeCause(cause)}): check its endpoint, the ` +
+        `network path and the credentials, then run the command again (a running daemon retries by itself)`,
+      { cause },
     );
   },
 

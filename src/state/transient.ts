@@ -60,3 +60,14 @@ export function isNetworkError(err: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * A store that did not answer: a connection failure, or a throttling or server status after the retries
+ * (S3's `$metadata.httpStatusCode`, GCS's numeric `code`, Azure's `statusCode`). For messages, not retries.
+ */
+export function isOutage(err: unknown): boolean {
+  if (isNetworkError(err)) return true;
+  const e = (err ?? {}) as { $metadata?: { httpStatusCode?: number }; code?: unknown; statusCode?: unknown };
+  const status = e.$metadata?.httpStatusCode ?? (typeof e.code === "number" ? e.code : undefined);
+  return isTransientStatus(status ?? (typeof e.statusCode === "number" ? e.statusCode : undefined));
+}

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cli } from "../support/cli.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";
+import { faults } from "../support/object-store-emulator.ts";
 import { S3Emulator } from "../support/s3-emulator.ts";
 
 const BASE =
@@ -156,6 +157,32 @@ test("a corrupt S3 object: exit 1 naming the object and the recovery, no stack",
   assert.equal(r.code, 1);
   assert.match(r.stderr, /s3:\/\/state-bucket\/sf2loki\/state\.json is corrupt/);
   assert.match(r.stderr, /restore an earlier version|remove it/);
+  assert.doesNotMatch(r.stderr, /\n\s+at /);
+});
+
+test("a store answering 503 to everything: exit 1 and one line naming the store, no stack (#10)", async (t) => {
+  const s3 = new S3Emulator();
+  await s3.start();
+  t.after(() => s3.close());
+  s3.inject(() => true, faults.slowDown(), Number.MAX_SAFE_INTEGER);
+  const dir = tempDir();
+  const config = writeFile(
+    dir,
+    "s3.yaml",
+    `${BASE}state: {store: s3, s3: {bucket: state-bucket, region: us-east-1, endpoint_url: "${s3.url}"}}\n`,
+  );
+  const saved = { ...process.env };
+  Object.assign(process.env, { AWS_ACCESS_KEY_ID: "test", AWS_SECRET_ACCESS_KEY: "test" });
+  t.after(() => {
+    process.env = saved;
+  });
+  const r = await cli(["state", "show", "--config", config]);
+  assert.equal(r.code, 1);
+  assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+  assert.match(
+    r.stderr,
+    /^sf2loki: the state store s3:\/\/state-bucket\/sf2loki\/state\.json did not answer \(/,
+  );
   assert.doesNotMatch(r.stderr, /\n\s+at /);
 });
 
