@@ -56,6 +56,15 @@ interface DemoStatus {
   };
 }
 
+/**
+ * A status line cut to the terminal's width: a line that wraps cannot be redrawn in place with `\r`,
+ * so it scrolls instead (#15). The last column stays free (some terminals wrap on it).
+ */
+export function fitToWidth(line: string, columns: number | undefined): string {
+  if (columns === undefined || columns <= 1 || line.length < columns) return line;
+  return `${line.slice(0, columns - 2)}…`;
+}
+
 /** One live line: progress, rate, queued bytes, and the newest checkpoint commit per key. */
 function statusLine(
   status: Record<string, unknown>,
@@ -105,7 +114,11 @@ async function runDemo(
       const stats = world.stats();
       const total = Object.values(stats).reduce((n, s) => n + s.delivered, 0);
       const emitted = Object.values(stats).reduce((n, s) => n + s.emitted, 0);
-      if (io.isTTY && !o.json) io.stderr(`\r${statusLine(app.status(), total, emitted, started)}   `);
+      if (io.isTTY && !o.json) {
+        // \x1b[K clears what a longer previous line left, instead of padding that could wrap.
+        const line = fitToWidth(statusLine(app.status(), total, emitted, started), io.columns?.());
+        io.stderr(`\r${line}\x1b[K`);
+      }
       if (emitted > 0 && total >= emitted) stop.abort();
     }, 250);
     await app.run(stop.signal);

@@ -13,6 +13,8 @@ export interface CliIO {
   stderr: (text: string) => void;
   env: Record<string, string | undefined>;
   isTTY: boolean;
+  /** The terminal's width when stderr is one (a live status line must never wrap). */
+  columns?: () => number | undefined;
 }
 
 /** Known errors become one line and their exit code; anything else is a crash and keeps its stack. */

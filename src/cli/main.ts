@@ -15,6 +15,7 @@ process.exitCode = await runCli(process.argv.slice(2), {
   stderr: (t) => process.stderr.write(t),
   env: process.env,
   isTTY: process.stderr.isTTY,
+  columns: () => process.stderr.columns,
 });
 
 // Whatever is still open now was abandoned on purpose: a request stuck on a silently dead connection
