@@ -74,12 +74,6 @@ export function telemetryHeaders(config: Config): Record<string, string> {
   return { Authorization: `Basic ${Buffer.from(`${user}:${token}`).toString("base64")}`, ...t.headers };
 }
 
-/** Any egress limit set (rate caps or a daily budget). */
-function egressConfigured(config: Config): boolean {
-  const e = config.sink.loki.egress;
-  return e.max_lines_per_second > 0 || e.max_bytes_per_second > 0 || e.daily_byte_budget > 0;
-}
-
 /** A store call unanswered this long, or failing since, makes /readyz say so (well within 30 s). */
 const STORE_UNREADY_AFTER_MS = 10_000;
 /** Backoff of the startup org-id resolution and of the term claim: 1 s doubling to 60 s. */
@@ -121,6 +115,7 @@ class RunningApp implements App {
         r.observe(this.#leading() ? 1 : 0);
       });
     const wd = config.service.watchdog;
+    const egress = graph.egress;
     this.#watchdog = new Watchdog({
       stallMs: wd.stall_timeout,
       livenessMs: wd.liveness_timeout,
@@ -131,6 +126,7 @@ class RunningApp implements App {
       progress: () => graph.pipeline.progress(),
       storeFailing: () => graph.store.failing(STORE_UNREADY_AFTER_MS),
       onStall: (reason) => graph.coordinator.resign(reason),
+      ...(egress ? { hold: () => egress.hold() } : {}),
     });
   }
 
@@ -157,7 +153,7 @@ class RunningApp implements App {
       state: this.graph.store.location,
       checkpoint_store: this.#storeStatus(),
       watchdog: { stalled: this.#watchdog.stalled ?? null, wedged: this.#watchdog.wedged ?? null },
-      egress: { configured: egressConfigured(this.#config), enforced: false },
+      egress: this.graph.egress?.status() ?? { configured: false },
     };
   }
 
@@ -205,13 +201,8 @@ class RunningApp implements App {
           "hash transforms run without sources.transform_salt: an unsalted SHA-256 of an email or IP is reversible by hashing candidates; set transform_salt or transform_salt_file",
         );
     }
-    if (egressConfigured(c)) {
-      // Say so loudly rather than let an operator believe a budget protects them.
-      this.#log.warn(
-        { egress: c.sink.loki.egress },
-        "sink.loki.egress limits are set but this version does not enforce them yet; nothing is rate-limited or budgeted",
-      );
-    }
+    if (this.graph.egress)
+      this.#log.info({ egress: c.sink.loki.egress }, "egress governor enforcing sink.loki.egress");
   }
 
   async #startHealth(): Promise<void> {
@@ -233,6 +224,8 @@ class RunningApp implements App {
     if (stalled !== undefined) return `not ready: watchdog: ${stalled}`;
     const store = this.#storeFailure();
     if (store !== undefined) return `not ready: checkpoint store: ${store}`;
+    const paused = this.graph.egress?.pausedReason;
+    if (paused !== undefined) return paused;
     const failing = [...this.#orgsFailing][0];
     if (failing !== undefined) return `degraded: org ${failing} auth failing`;
     const limit = this.#config.service.unready_after_sink_failing;
@@ -354,6 +347,24 @@ class RunningApp implements App {
     }
   }
 
+  /**
+   * Continues the day's egress budget count from the store (a restart, a new leader, a swapped Python
+   * daemon). A store that cannot answer right after the claim is logged, not fatal: the count then
+   * starts from what this process knew, and the next commit writes it back.
+   */
+  async #loadBudget(): Promise<void> {
+    const egress = this.graph.egress;
+    if (!egress) return;
+    try {
+      await egress.startTerm(this.graph.store);
+    } catch (err) {
+      this.#log.warn(
+        { err: describeError(err) },
+        "could not read egress:budget from the checkpoint store; counting today's bytes from what this process knew",
+      );
+    }
+  }
+
   /** Campaigns for leadership until stop; returns the crash that ended the run, if any. */
   async #lead(stop: AbortController): Promise<unknown> {
     let crash: unknown;
@@ -366,6 +377,7 @@ class RunningApp implements App {
       const limits = Promise.all(pollers).then(() => undefined);
       const run = async (): Promise<void> => {
         if (!(await this.#claimTerm(abort.signal))) return;
+        await this.#loadBudget();
         await this.graph.pipeline.run(abort.signal);
         // Finished without being told to: every source was finite. A clean end of the process.
         if (!abort.signal.aborted) stop.abort();

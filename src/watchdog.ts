@@ -24,6 +24,11 @@ export interface WatchdogOptions {
   leading: () => boolean;
   progress: () => ProgressReport | undefined;
   storeFailing: () => StoreFailure | undefined;
+  /**
+   * A deliberate hold (the egress budget pause): while paused the pipeline is not stalled or wedged,
+   * and the time until `resumedAtMono` is not counted against it once it resumes.
+   */
+  hold?: () => { paused: boolean; resumedAtMono: number | undefined };
   /** Called once per stall, with the reason; returns whether the lease was handed over. */
   onStall: (reason: string) => boolean;
 }
@@ -82,7 +87,7 @@ export class Watchdog {
   /** One evaluation (the loop's body; tests call it directly). */
   tick(): void {
     const { stallMs, livenessMs, clock } = this.#opts;
-    const progress = this.#opts.progress();
+    const progress = this.#progress();
     this.#setWedged(
       livenessMs > 0 && progress?.pending && progress.sinceAttemptMs >= livenessMs
         ? `wedged: work pending and nothing attempted (no push, no commit) for ${seconds(progress.sinceAttemptMs)}`
@@ -115,6 +120,21 @@ export class Watchdog {
               "until it recovers, /healthz once nothing is attempted for service.watchdog.liveness_timeout",
       );
     }
+  }
+
+  /** The pipeline's progress with a deliberate hold taken out: no work pending while held. */
+  #progress(): ProgressReport | undefined {
+    const progress = this.#opts.progress();
+    const hold = this.#opts.hold?.();
+    if (!progress || !hold) return progress;
+    if (hold.paused) return { ...progress, pending: false };
+    if (hold.resumedAtMono === undefined) return progress;
+    const sinceResume = this.#opts.clock.monotonic() - hold.resumedAtMono;
+    return {
+      pending: progress.pending,
+      sinceProgressMs: Math.min(progress.sinceProgressMs, sinceResume),
+      sinceAttemptMs: Math.min(progress.sinceAttemptMs, sinceResume),
+    };
   }
 
   #setStalled(reason: string | undefined): void {

@@ -14,6 +14,7 @@ import { RestClient } from "./salesforce/rest.ts";
 import type { Sink } from "./sinks/sink.ts";
 import { createLokiSink } from "./sinks/loki/sink.ts";
 import { compileTransforms } from "./egress/transforms.ts";
+import { egressConfigured, GovernedSink } from "./egress/governed-sink.ts";
 import { ApexLogSource } from "./sources/apexlog/source.ts";
 import { EventLogObjectsSource } from "./sources/eventlog-objects/source.ts";
 import { EventLogFileSource } from "./sources/eventlogfile/source.ts";
@@ -61,6 +62,8 @@ export interface Graph {
   config: Config;
   orgs: OrgWiring[];
   sink: Sink;
+  /** The egress governor around the sink (`sink` is it), when any `sink.loki.egress` limit is set. */
+  egress: GovernedSink | undefined;
   /** The configured store, tracked: readiness and the watchdog ask it whether the backend answers. */
   store: TrackedStore;
   coordinator: BuiltCoordinator;
@@ -74,7 +77,11 @@ export function buildGraph(config: Config, deps: WiringDeps = {}): Graph {
   const common = { clock, logger, meter };
   const loki = config.sink.loki;
 
-  const sink = deps.sink ?? createLokiSink(loki, common);
+  // One governor per Loki destination, between the lanes and the sink: the daemon and backfill both
+  // push through `sink`, so both are governed with no second data path.
+  const inner = deps.sink ?? createLokiSink(loki, common);
+  const egress = egressConfigured(loki.egress) ? new GovernedSink(inner, loki.egress, common) : undefined;
+  const sink = egress ?? inner;
   const store = new TrackedStore(
     buildStore(config.state, { exclusiveLock: config.coordinate.type === "noop", clock, logger }),
     { meter, clock },
@@ -101,12 +108,13 @@ export function buildGraph(config: Config, deps: WiringDeps = {}): Graph {
   const pipeline = new Pipeline({
     sources: orgs.flatMap((o) => o.sources),
     sink,
-    store,
+    // The budget counter is written with the checkpoint commits (one write, one writer).
+    store: egress ? egress.bind(store) : store,
     batch: { ...loki.batch, flush_interval_ms: loki.batch.flush_interval },
     shutdown_grace_ms: config.service.shutdown_grace,
     ...common,
   });
-  return { config, orgs, sink, store, coordinator, pipeline };
+  return { config, orgs, sink, egress, store, coordinator, pipeline };
 }
 
 function wireOrg(config: Config, org: ResolvedOrg, common: Common, pollOnce: boolean): OrgWiring {

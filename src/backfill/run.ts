@@ -74,7 +74,14 @@ export async function runBackfill(run: BackfillRun): Promise<BackfillOutcome> {
     const sources = await buildSources(context, wiring, org, run.signal);
     progress.start();
     if (plan.dryRun) await dryRun(sources, sink, config, clock, run.signal);
-    else outcome = await deliver(run, sources, sink, store!, labels.static);
+    else {
+      // The daemon's egress governor is `graph.sink` itself (rate caps, budget). The budget count of a
+      // backfill lives in the backfill document: the daemon's document has one writer, the daemon.
+      const egress = graph.egress;
+      await egress?.startTerm(store!);
+      const governed = egress ? egress.bind(store!) : store!;
+      outcome = await deliver(run, sources, sink, governed, labels.static);
+    }
   } finally {
     progress.stop();
     await Promise.allSettled([graph.sink.close(), wiring.rest.close(), store?.close(), graph.store.close()]);

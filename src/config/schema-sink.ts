@@ -45,7 +45,7 @@ const egress = section(
     }),
     budget_action: oneOf(["pause", "drop"], "pause", "What happens when the daily budget is spent."),
   }),
-  "Egress governor (accepted for compatibility; not enforced yet: the daemon warns at startup when set).",
+  "Egress governor, one per Loki destination: rate caps delay pushes (the streaming lane first), the daily budget pauses or drops (docs/egress.md).",
 );
 
 const loki = section(
