@@ -15,6 +15,7 @@ import type { Sink } from "./sinks/sink.ts";
 import { createLokiSink } from "./sinks/loki/sink.ts";
 import { compileTransforms } from "./egress/transforms.ts";
 import { egressConfigured, GovernedSink } from "./egress/governed-sink.ts";
+import { idleEgressMetrics } from "./egress/metrics.ts";
 import { ApexLogSource } from "./sources/apexlog/source.ts";
 import { EventLogObjectsSource } from "./sources/eventlog-objects/source.ts";
 import { EventLogFileSource } from "./sources/eventlogfile/source.ts";
@@ -82,6 +83,7 @@ export function buildGraph(config: Config, deps: WiringDeps = {}): Graph {
   const inner = deps.sink ?? createLokiSink(loki, common);
   const egress = egressConfigured(loki.egress) ? new GovernedSink(inner, loki.egress, common) : undefined;
   const sink = egress ?? inner;
+  if (!egress) idleEgressMetrics(meter);
   const store = new TrackedStore(
     buildStore(config.state, { exclusiveLock: config.coordinate.type === "noop", clock, logger }),
     { meter, clock },

@@ -35,6 +35,9 @@ export class DailyBudget {
   readonly #clock: Clock;
   readonly #logger: Logger;
   #date: string;
+  /** [start, end) of `#date` in wall-clock ms: the hot path compares numbers, not date strings. */
+  #dayStartMs: number;
+  #dayEndMs: number;
   #used = 0;
   /** Bytes of pushes admitted and not yet settled: counted against the budget while in flight. */
   #reserved = 0;
@@ -44,7 +47,10 @@ export class DailyBudget {
     this.limit = limit;
     this.#clock = clock;
     this.#logger = logger;
-    this.#date = utcDate(clock.now());
+    const now = clock.now();
+    this.#date = utcDate(now);
+    this.#dayStartMs = now - (now % DAY_MS);
+    this.#dayEndMs = this.#dayStartMs + DAY_MS;
   }
 
   get date(): string {
@@ -116,9 +122,11 @@ export class DailyBudget {
   }
 
   #roll(): void {
-    const today = utcDate(this.#clock.now());
-    if (today === this.#date) return;
-    this.#date = today;
+    const now = this.#clock.now();
+    if (now >= this.#dayStartMs && now < this.#dayEndMs) return;
+    this.#date = utcDate(now);
+    this.#dayStartMs = now - (now % DAY_MS);
+    this.#dayEndMs = this.#dayStartMs + DAY_MS;
     this.#used = 0;
     this.#warned = false;
   }

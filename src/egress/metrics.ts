@@ -37,3 +37,8 @@ export class EgressMetrics {
     });
   }
 }
+
+/** With no egress limit configured: the same series at 0, so dashboards and alerts never go silent. */
+export function idleEgressMetrics(meter: Meter): void {
+  new EgressMetrics(meter, { budgetUsedBytes: () => 0, paused: () => false });
+}

@@ -39,6 +39,12 @@ export class RateGate {
    * the signal's reason when it aborts first, having taken nothing.
    */
   async acquire(lines: number, bytes: number, lane: EgressLane, signal?: AbortSignal): Promise<number> {
+    // The common case when the caps are not binding: nobody queued and tokens at hand. No queue
+    // entry, no wake-ups (bench/egress.ts measures this path).
+    if (this.waiting === 0 && this.#waitMs(lines, bytes) <= 0) {
+      this.#take(lines, bytes);
+      return 0;
+    }
     const started = this.#clock.monotonic();
     const me: Waiter = { lines, bytes };
     const queue = this.#queues[lane];
@@ -51,10 +57,9 @@ export class RateGate {
           await this.#changed.wait(signal);
           continue;
         }
-        const waitMs = Math.max(this.#lines?.waitMs(lines) ?? 0, this.#bytes?.waitMs(bytes) ?? 0);
+        const waitMs = this.#waitMs(lines, bytes);
         if (waitMs <= 0) {
-          this.#lines?.take(lines);
-          this.#bytes?.take(bytes);
+          this.#take(lines, bytes);
           return this.#clock.monotonic() - started;
         }
         await this.#sleep(waitMs, signal);
@@ -63,6 +68,15 @@ export class RateGate {
       queue.splice(queue.indexOf(me), 1);
       this.#wake();
     }
+  }
+
+  #waitMs(lines: number, bytes: number): number {
+    return Math.max(this.#lines?.waitMs(lines) ?? 0, this.#bytes?.waitMs(bytes) ?? 0);
+  }
+
+  #take(lines: number, bytes: number): void {
+    this.#lines?.take(lines);
+    this.#bytes?.take(bytes);
   }
 
   #head(): Waiter | undefined {
