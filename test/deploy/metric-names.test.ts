@@ -90,6 +90,8 @@ test("the failure-path series the alerts read are exported at 0 by a healthy dae
     "sf2loki_loki_entries_dropped_total",
     "sf2loki_checkpoint_store_errors_total",
     "sf2loki_checkpoint_store_up",
+    "sf2loki_egress_paused",
+    "sf2loki_egress_budget_used_bytes",
   ])
     assert.ok(c.exported.has(name), `${name} is missing from /metrics`);
 });

@@ -3,7 +3,7 @@
 // test/deploy/metric-names.test.ts.
 import { RowBuilder } from "@grafana/grafana-foundation-sdk/dashboard";
 import type { DashboardBuilder } from "@grafana/grafana-foundation-sdk/dashboard";
-import { JOB, note, sf2lokiDashboard, stat, table, timeseries } from "./panels.ts";
+import { JOB, sf2lokiDashboard, stat, table, timeseries } from "./panels.ts";
 
 const RATE = "$__rate_interval";
 
@@ -271,11 +271,27 @@ export function connectorHealth(): DashboardBuilder {
     )
     .withRow(new RowBuilder("Egress budget"))
     .withPanel(
-      note(
-        "Egress budget",
-        "sf2loki does not enforce `sink.loki.egress` yet (issue #11), so it exports no egress budget or " +
-          "dead-letter series; the daemon logs a WARN at start-up when egress limits are configured. " +
-          "Panels and alerts for them come with #11 (see docs/observability.md).",
+      timeseries(
+        "prometheus",
+        "Egress budget used",
+        "Line bytes counted against sink.loki.egress.daily_byte_budget this UTC day (0 when no budget is set).",
+        "bytes",
+        [{ expr: `max by (job) (sf2loki_egress_budget_used_bytes{${JOB}})`, legend: "used {{job}}" }],
+      ),
+    )
+    .withPanel(
+      timeseries(
+        "prometheus",
+        "Egress paused and rate-limited",
+        "1 while the daily budget holds pushes (budget_action: pause); p95 wait of a push for the rate caps.",
+        "short",
+        [
+          { expr: `max by (job) (sf2loki_egress_paused{${JOB}})`, legend: "paused {{job}}" },
+          {
+            expr: `histogram_quantile(0.95, sum by (le) (rate(sf2loki_egress_rate_limited_wait_seconds_bucket{${JOB}}[${RATE}])))`,
+            legend: "p95 rate-limit wait (s)",
+          },
+        ],
       ),
     );
 }
