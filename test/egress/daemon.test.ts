@@ -5,14 +5,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createApp } from "../../src/app.ts";
 import { deepMerge } from "../../src/config/env.ts";
-import { validateConfig } from "../../src/config/load.ts";
 import { GovernedSink } from "../../src/egress/governed-sink.ts";
 import { utcDate } from "../../src/egress/budget.ts";
 import { startDemoWorld } from "../../src/sim/demo-world.ts";
 import { waitFor } from "../support/daemon.ts";
 import { tempDir } from "../support/tmp.ts";
+import { startDaemon } from "./support.ts";
 
 const TOPIC = "/event/LoginEventStream";
 
@@ -28,28 +27,22 @@ test("a restart on a spent day: paused from the first push, /readyz 503 with the
       loki: { egress: { daily_byte_budget: 5000, budget_action: "pause", max_lines_per_second: 1000 } },
     },
   });
-  const app = createApp(validateConfig(tree), { healthAddr: "127.0.0.1:0" });
+  const app = startDaemon(t, tree);
   assert.ok(app.graph.egress instanceof GovernedSink);
   assert.equal(app.graph.sink, app.graph.egress, "the pipeline pushes through the governor");
-  const stop = new AbortController();
-  const run = app.run(stop.signal);
-  t.after(async () => {
-    stop.abort();
-    await run;
-  });
-  let ready = "";
+  const probe = { ready: "" };
   const poll = setInterval(() => {
-    const url = app.healthUrl();
-    if (url === undefined) return;
-    void fetch(`${url}/readyz`)
-      .then(async (r) => (ready = `${r.status} ${await r.text()}`))
-      .catch(() => undefined);
+    const base = app.healthUrl();
+    if (base !== undefined)
+      fetch(`${base}/readyz`)
+        .then(async (r) => (probe.ready = `${String(r.status)} ${await r.text()}`))
+        .catch(() => undefined);
   }, 50);
   t.after(() => {
     clearInterval(poll);
   });
   await waitFor(
-    () => ready === "503 degraded: daily egress budget exhausted (resets at 00:00 UTC)",
+    () => probe.ready === "503 degraded: daily egress budget exhausted (resets at 00:00 UTC)",
     20_000,
     "the budget pause on /readyz",
   );

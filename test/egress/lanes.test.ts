@@ -6,12 +6,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { createApp } from "../../src/app.ts";
 import { deepMerge } from "../../src/config/env.ts";
-import { validateConfig } from "../../src/config/load.ts";
 import { startDemoWorld } from "../../src/sim/demo-world.ts";
 import { waitFor } from "../support/daemon.ts";
 import { tempDir } from "../support/tmp.ts";
+import { startDaemon } from "./support.ts";
 
 const TOPIC = "/event/LoginEventStream";
 const ROWS = 40_000;
@@ -30,13 +29,7 @@ test("the streaming lane keeps flowing at its own pace while a capped bulk drain
   const tree = deepMerge(world.config(join(tempDir(), "state.json")), {
     sink: { loki: { egress: { max_lines_per_second: CAP }, batch: { max_entries: 200 } } },
   });
-  const app = createApp(validateConfig(tree), { healthAddr: "127.0.0.1:0" });
-  const stop = new AbortController();
-  const run = app.run(stop.signal);
-  t.after(async () => {
-    stop.abort();
-    await run;
-  });
+  const app = startDaemon(t, tree);
   const elf = (): number => world.pollingStats()["eventlogfile:Report"]?.delivered ?? 0;
   const live = (): number => world.stats()[TOPIC]?.delivered ?? 0;
 

@@ -1,6 +1,8 @@
 // A pipeline pushing through the egress governor into the real Loki sink and receiver, with a manual
 // clock and a real OTel metrics pipeline. Not a test file: shared by the egress tests.
 import type { TestContext } from "node:test";
+import { createApp, type App } from "../../src/app.ts";
+import { validateConfig } from "../../src/config/load.ts";
 import { pino } from "pino";
 import { GovernedSink, type EgressSettings } from "../../src/egress/governed-sink.ts";
 import { LogEntry, type Batch } from "../../src/model.ts";
@@ -104,4 +106,16 @@ export function sized(key: string, n: number, bytes: number, source = "eventlog_
     line,
     checkpoint: { key, value: String(n).padStart(6, "0") },
   });
+}
+
+/** A daemon on `tree` with its health server on a loopback port, stopped (and awaited) after the test. */
+export function startDaemon(t: TestContext, tree: unknown): App {
+  const stop = new AbortController();
+  const app = createApp(validateConfig(tree), { healthAddr: "127.0.0.1:0" });
+  const running = app.run(stop.signal);
+  t.after(() => {
+    stop.abort();
+    return running;
+  });
+  return app;
 }
