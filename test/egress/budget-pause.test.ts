@@ -154,3 +154,20 @@ test("drop: every entry over budget is counted as dropped{reason=budget} and the
     "rate-limited WARN",
   );
 });
+
+test("a push Loki fails and the pipeline retries counts its bytes once, and only once Loki accepted them", async (t) => {
+  const clock = new ManualClock({ startMs: Date.UTC(2026, 11, 1, 12) });
+  const rows = Array.from({ length: 10 }, (_, i) => sized(KEY, i + 1, 100));
+  const run = await governedRun(t, {
+    clock,
+    sources: [new ScriptedSource("eventlog_objects", rows)],
+    egress: { daily_byte_budget: 1_000_000 },
+    batch: { max_entries: 5 },
+  });
+  run.receiver.faults.failNext(12, 503); // more than the sink's own attempts: the pipeline retries too
+  await run.pipeline.run(new AbortController().signal);
+  assert.ok(run.receiver.counts.forcedFailures >= 12);
+  assert.equal(run.receiver.counts.unique, 10);
+  assert.equal(run.governor.status().budget_used_bytes, 1_000);
+  assert.equal(run.store.doc.get("egress:budget"), '{"date": "2026-12-01", "bytes": 1000}');
+});
