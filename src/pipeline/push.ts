@@ -98,6 +98,8 @@ export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<Pu
   metrics.lastPushSuccess.set(clock.now() / 1000);
   for (const group of result.dropped) {
     countDropped(metrics.dropped, group.entries, group.reason);
+    // A budget drop is the operator's choice (budget_action: drop); the governor logs it, rate-limited.
+    if (group.reason === "budget") continue;
     logger.error(
       { entries: group.entries.length, reason: group.reason },
       "Loki refused some entries of a delivered batch for good; they are dropped",

@@ -153,6 +153,11 @@ test("drop: every entry over budget is counted as dropped{reason=budget} and the
     1,
     "rate-limited WARN",
   );
+  assert.equal(
+    run.logs.filter((l) => /Loki refused/.test(l.msg)).length,
+    0,
+    "not reported as Loki's refusal",
+  );
 });
 
 test("a push Loki fails and the pipeline retries counts its bytes once, and only once Loki accepted them", async (t) => {
