@@ -30,6 +30,9 @@ const PROCESS_WIDE = new Set([
   "sf2loki_watchdog_stalled",
   "sf2loki_watchdog_wedged",
   "sf2loki_watchdog_resignations_total",
+  // One egress governor per Loki destination; per-org destinations are not built yet (#11).
+  "sf2loki_egress_budget_used_bytes",
+  "sf2loki_egress_paused",
   "sf2loki_queue_bytes",
   // Its start-up zero series has no org; real drops carry the entries' org (test/pipeline/failures.test.ts).
   "sf2loki_loki_entries_dropped_total",
