@@ -1,4 +1,4 @@
-import { test } from "node:test";
+import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
@@ -137,14 +137,13 @@ test("a lock held by another process: exit 1 naming the holder and what to do", 
   assert.equal((await cli(["state", "show", "--force", "--config", config])).code, 0);
 });
 
-test("a corrupt S3 object: exit 1 naming the object and the recovery, no stack", async (t) => {
+/** An S3 emulator, stopped after `t`, and a config file whose state lives in it (test credentials set). */
+async function s3State(t: TestContext): Promise<{ s3: S3Emulator; config: string }> {
   const s3 = new S3Emulator();
   await s3.start();
   t.after(() => s3.close());
-  s3.putObject("state-bucket", "sf2loki/state.json", '{"pubsub:/event/X": "AAA');
-  const dir = tempDir();
   const config = writeFile(
-    dir,
+    tempDir(),
     "s3.yaml",
     `${BASE}state: {store: s3, s3: {bucket: state-bucket, region: us-east-1, endpoint_url: "${s3.url}"}}\n`,
   );
@@ -153,6 +152,12 @@ test("a corrupt S3 object: exit 1 naming the object and the recovery, no stack",
   t.after(() => {
     process.env = saved;
   });
+  return { s3, config };
+}
+
+test("a corrupt S3 object: exit 1 naming the object and the recovery, no stack", async (t) => {
+  const { s3, config } = await s3State(t);
+  s3.putObject("state-bucket", "sf2loki/state.json", '{"pubsub:/event/X": "AAA');
   const r = await cli(["state", "show", "--config", config]);
   assert.equal(r.code, 1);
   assert.match(r.stderr, /s3:\/\/state-bucket\/sf2loki\/state\.json is corrupt/);
@@ -161,21 +166,8 @@ test("a corrupt S3 object: exit 1 naming the object and the recovery, no stack",
 });
 
 test("a store answering 503 to everything: exit 1 and one line naming the store, no stack (#10)", async (t) => {
-  const s3 = new S3Emulator();
-  await s3.start();
-  t.after(() => s3.close());
+  const { s3, config } = await s3State(t);
   s3.inject(() => true, faults.slowDown(), Number.MAX_SAFE_INTEGER);
-  const dir = tempDir();
-  const config = writeFile(
-    dir,
-    "s3.yaml",
-    `${BASE}state: {store: s3, s3: {bucket: state-bucket, region: us-east-1, endpoint_url: "${s3.url}"}}\n`,
-  );
-  const saved = { ...process.env };
-  Object.assign(process.env, { AWS_ACCESS_KEY_ID: "test", AWS_SECRET_ACCESS_KEY: "test" });
-  t.after(() => {
-    process.env = saved;
-  });
   const r = await cli(["state", "show", "--config", config]);
   assert.equal(r.code, 1);
   assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
