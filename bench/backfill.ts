@@ -6,6 +6,7 @@
 //
 // Usage: node bench/backfill.ts [rows]            default 1 000 000; prints one JSON object
 //        node bench/backfill.ts --run <rows>      one backfill measurement, JSON on stdout
+import { startMeasure } from "./measure.ts";
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { parsePlan } from "../src/backfill/options.ts";
@@ -28,8 +29,6 @@ interface BackfillFigures {
   pushes: number;
 }
 
-const mib = (bytes: number): number => Math.round((bytes / 2 ** 20) * 10) / 10;
-
 async function benchBackfill(rows: number): Promise<BackfillFigures> {
   // The drain bench's own org, receiver and config, so both sides meet identical peers.
   const rig = await startDrainRig(rows);
@@ -38,12 +37,7 @@ async function benchBackfill(rows: number): Promise<BackfillFigures> {
     const since = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10);
     // The sim's file is Hourly (the drain bench's daemon default interval).
     const plan = parsePlan({ since, interval: "Hourly", eventTypes: "API" });
-    let peak = process.memoryUsage.rss();
-    const sampler = setInterval(() => {
-      peak = Math.max(peak, process.memoryUsage.rss());
-    }, 20);
-    const cpu0 = process.cpuUsage();
-    const started = performance.now();
+    const measure = startMeasure();
     const outcome = await runBackfill({
       config,
       plan,
@@ -51,9 +45,7 @@ async function benchBackfill(rows: number): Promise<BackfillFigures> {
       clock: systemClock,
       signal: new AbortController().signal,
     });
-    const seconds = (performance.now() - started) / 1000;
-    const cpu = process.cpuUsage(cpu0);
-    clearInterval(sampler);
+    const { seconds, cpu_seconds, peak_rss_mib } = measure.stop();
     if (outcome !== "ok") throw new Error(`backfill ended ${outcome}`);
     const got = await receiverStats(rig.receiver);
     if (got.entries !== rows || got.unique !== rows) {
@@ -62,8 +54,8 @@ async function benchBackfill(rows: number): Promise<BackfillFigures> {
     return {
       rows_per_s: Math.round(rows / seconds),
       seconds: Math.round(seconds * 100) / 100,
-      peak_rss_mib: mib(peak),
-      cpu_seconds: Math.round(((cpu.user + cpu.system) / 1e6) * 100) / 100,
+      peak_rss_mib,
+      cpu_seconds,
       pushes: got.pushes,
     };
   } finally {

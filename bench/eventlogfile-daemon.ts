@@ -7,6 +7,7 @@
 //
 // Usage: node bench/eventlogfile-daemon.ts               250 000 and 1 000 000 rows, fresh process each
 //        node bench/eventlogfile-daemon.ts --run <rows>  one measurement, JSON on stdout
+import { mib, startMeasure } from "./measure.ts";
 import { fork, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage } from "node:http";
@@ -39,8 +40,6 @@ export interface ReceiverStats {
   unique: number;
   pushes: number;
 }
-
-const mib = (bytes: number): number => Math.round((bytes / 2 ** 20) * 10) / 10;
 
 /** Forks this file in a helper role and waits for the first message it sends. */
 async function child(args: string[]): Promise<{ child: ChildProcess; ready: unknown }> {
@@ -159,19 +158,9 @@ export async function benchEventLogFileDaemon(rows: number): Promise<DaemonDrain
   const { config } = rig;
   try {
     const app = createApp(config, { pollOnce: true, noHealthServer: true });
-    const samples: number[] = [];
-    let peak = process.memoryUsage.rss();
-    const sampler = setInterval(() => {
-      const rss = process.memoryUsage.rss();
-      samples.push(rss);
-      peak = Math.max(peak, rss);
-    }, 20);
-    const cpu0 = process.cpuUsage();
-    const started = performance.now();
+    const measure = startMeasure();
     await app.run(new AbortController().signal);
-    const seconds = (performance.now() - started) / 1000;
-    const cpu = process.cpuUsage(cpu0);
-    clearInterval(sampler);
+    const { seconds, cpu_seconds, peak_rss_mib, rssSamples: samples } = measure.stop();
     const got = await receiverStats(rig.receiver);
     if (got.entries !== rows || got.unique !== rows) {
       throw new Error(`receiver got ${got.entries} entries, ${got.unique} distinct ids; expected ${rows}`);
@@ -181,8 +170,8 @@ export async function benchEventLogFileDaemon(rows: number): Promise<DaemonDrain
     return {
       rows_per_s: Math.round(rows / seconds),
       seconds: Math.round(seconds * 100) / 100,
-      peak_rss_mib: mib(peak),
-      cpu_seconds: Math.round(((cpu.user + cpu.system) / 1e6) * 100) / 100,
+      peak_rss_mib,
+      cpu_seconds,
       rss_mib_by_quarter: [1, 2, 3, 4].map((q) => quarter(q === 4 ? 3.99 : q)),
       pushes: got.pushes,
     };

@@ -11,6 +11,7 @@
 //                                                   daemon (bench/eventlogfile-daemon.ts)
 //        node bench/eventlogfile.ts --run <rows>   one measurement, JSON on stdout
 // Goal: 1 000 000 rows in < 15 s with peak RSS < 256 MiB that stays flat.
+import { mib, startMeasure } from "./measure.ts";
 import { fork, type ChildProcess } from "node:child_process";
 import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
@@ -35,8 +36,6 @@ export interface DrainFigures {
   reference_rows_per_s: number;
   ratio: number;
 }
-
-const mib = (bytes: number): number => Math.round((bytes / 2 ** 20) * 10) / 10;
 
 /** Starts the simulated org in a child process holding one file of `rows` rows. */
 async function startOrg(rows: number): Promise<{ instanceUrl: string; child: ChildProcess }> {
@@ -97,12 +96,7 @@ export async function benchEventLogFileDrain(
     });
     const quarters = [rows / 4, rows / 2, (3 * rows) / 4, rows].map(Math.floor);
     const rssByQuarter: number[] = [];
-    let peak = process.memoryUsage.rss();
-    const sampler = setInterval(() => {
-      peak = Math.max(peak, process.memoryUsage.rss());
-    }, 20);
-    const cpu0 = process.cpuUsage();
-    const started = performance.now();
+    const measure = startMeasure();
     let n = 0;
     for await (const entry of source.events(
       { load: () => Promise.resolve(undefined) },
@@ -113,9 +107,7 @@ export async function benchEventLogFileDrain(
       n++;
       if (n === quarters[rssByQuarter.length]) rssByQuarter.push(mib(process.memoryUsage.rss()));
     }
-    const seconds = (performance.now() - started) / 1000;
-    const cpu = process.cpuUsage(cpu0);
-    clearInterval(sampler);
+    const { seconds, cpu_seconds, peak_rss_mib } = measure.stop();
     if (n !== rows) throw new Error(`drained ${n} rows, expected ${rows}`);
     const referenceRate = await reference(rest, "0ATSIM000000000001", rows);
     const rate = rows / seconds;
@@ -123,8 +115,8 @@ export async function benchEventLogFileDrain(
       rows_per_s: Math.round(rate),
       seconds: Math.round(seconds * 100) / 100,
       // Sampled during the drain only (the reference pass afterwards allocates on its own account).
-      peak_rss_mib: mib(peak),
-      cpu_seconds: Math.round(((cpu.user + cpu.system) / 1e6) * 100) / 100,
+      peak_rss_mib,
+      cpu_seconds,
       rss_mib_by_quarter: rssByQuarter,
       reference_rows_per_s: Math.round(referenceRate),
       ratio: Math.round((rate / referenceRate) * 100) / 100,
