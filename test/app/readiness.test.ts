@@ -3,10 +3,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createApp } from "../../src/app.ts";
-import { validateConfig } from "../../src/config/load.ts";
 import { deepMerge } from "../../src/config/env.ts";
 import { startDemoWorld } from "../../src/sim/demo-world.ts";
+import { pollHealth, runApp } from "../support/app.ts";
 import { waitFor } from "../support/daemon.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -17,27 +16,11 @@ test("Loki failing longer than unready_after_sink_failing: /readyz 503 degraded,
   const tree = deepMerge(world.config(join(tempDir(), "state.json")), {
     service: { unready_after_sink_failing: "1s" },
   });
-  const app = createApp(validateConfig(tree), { healthAddr: "127.0.0.1:0" });
-  const stop = new AbortController();
-  const run = app.run(stop.signal);
-  t.after(async () => {
-    stop.abort();
-    await run;
-  });
+  const { app } = runApp(t, tree);
   let ready = "";
   let live = "";
-  const probe = async (): Promise<void> => {
-    const url = app.healthUrl();
-    if (url === undefined) return;
-    const r = await fetch(`${url}/readyz`);
-    ready = `${r.status} ${await r.text()}`;
-    const l = await fetch(`${url}/healthz`);
-    live = `${l.status} ${await l.text()}`;
-  };
-  const poll = setInterval(() => void probe().catch(() => undefined), 100);
-  t.after(() => {
-    clearInterval(poll);
-  });
+  pollHealth(t, app, "/readyz", 100, (a) => (ready = a));
+  pollHealth(t, app, "/healthz", 100, (a) => (live = a));
 
   await waitFor(
     () => /^503 degraded: loki pushes failing for \d+s$/.test(ready),
@@ -59,24 +42,9 @@ test("an org id that does not resolve keeps the daemon not ready and retrying; i
     salesforce: Record<string, unknown>;
   };
   delete tree.salesforce["org_id"];
-  const app = createApp(validateConfig(tree), { healthAddr: "127.0.0.1:0" });
-  const stop = new AbortController();
-  const run = app.run(stop.signal);
-  t.after(async () => {
-    stop.abort();
-    await run;
-  });
+  const { app } = runApp(t, tree);
   const readies: string[] = [];
-  const poll = setInterval(() => {
-    const url = app.healthUrl();
-    if (url === undefined) return;
-    void fetch(`${url}/readyz`)
-      .then(async (r) => readies.push(`${r.status} ${await r.text()}`))
-      .catch(() => undefined);
-  }, 50);
-  t.after(() => {
-    clearInterval(poll);
-  });
+  pollHealth(t, app, "/readyz", 50, (a) => readies.push(a));
   await waitFor(() => world.stats()[topic]?.delivered === 200, 30_000, "delivery once the org id resolved");
   assert.ok(
     readies.some((r) => /^503 not ready: org id unresolved/.test(r)),

@@ -3,10 +3,9 @@
 // the store within 30 s, turns 200 again when the store heals, and everything it held is delivered.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { createApp } from "../../src/app.ts";
 import { deepMerge } from "../../src/config/env.ts";
-import { validateConfig } from "../../src/config/load.ts";
 import { startDemoWorld } from "../../src/sim/demo-world.ts";
+import { pollHealth, runApp } from "../support/app.ts";
 import { waitFor } from "../support/daemon.ts";
 import { faults } from "../support/object-store-emulator.ts";
 import { S3Emulator } from "../support/s3-emulator.ts";
@@ -32,35 +31,16 @@ test("an S3 store answering 503 to everything, from the start and mid-stream: up
   const tree = deepMerge(world.config(join(tempDir(), "unused.json")), {
     state: { store: "s3", s3: { bucket: BUCKET, key: KEY, endpoint_url: url, region: "us-east-1" } },
   });
-  const app = createApp(validateConfig(tree), { healthAddr: "127.0.0.1:0" });
-  const stop = new AbortController();
-  let ended: unknown = "running";
-  const run = app.run(stop.signal).then(
-    () => (ended = "exited"),
-    (err: unknown) => (ended = err),
-  );
-  t.after(async () => {
-    stop.abort();
-    await run;
-  });
+  const { app, stop, run, outcome } = runApp(t, tree);
   let ready = "";
-  const probe = async (): Promise<void> => {
-    const base = app.healthUrl();
-    if (base === undefined) return;
-    const r = await fetch(`${base}/readyz`);
-    ready = `${r.status} ${await r.text()}`;
-  };
-  const poll = setInterval(() => void probe().catch(() => undefined), 100);
-  t.after(() => {
-    clearInterval(poll);
-  });
+  pollHealth(t, app, "/readyz", 100, (a) => (ready = a));
   const expectStoreNamed = new RegExp(`^503 not ready: checkpoint store: s3://${BUCKET}/${KEY}: `);
 
   // From the start: nothing can load its checkpoint, nothing flows.
   const started = Date.now();
   await waitFor(() => expectStoreNamed.test(ready), 30_000, "/readyz to name the failing store");
   const fromStart = Date.now() - started;
-  assert.equal(ended, "running", "the process stays up");
+  assert.equal(outcome(), "running", "the process stays up");
   assert.equal(world.stats()[TOPIC]!.delivered, 0);
   const status = app.status()["checkpoint_store"] as { ok: boolean; error: string };
   assert.equal(status.ok, false);
@@ -75,7 +55,7 @@ test("an S3 store answering 503 to everything, from the start and mid-stream: up
   world.org.faults.publish(TOPIC, 3000);
   await waitFor(() => expectStoreNamed.test(ready), 30_000, "/readyz to name the failing store mid-stream");
   const midStream = Date.now() - broke;
-  assert.equal(ended, "running", "a failing commit does not crash the pipeline");
+  assert.equal(outcome(), "running", "a failing commit does not crash the pipeline");
   s3.clearFaults();
   await waitFor(() => ready === "200 ready", 60_000, "readiness to heal again");
   await waitFor(() => world.stats()[TOPIC]!.delivered >= 4000, 60_000, "everything held");
@@ -85,5 +65,5 @@ test("an S3 store answering 503 to everything, from the start and mid-stream: up
   t.diagnostic(`/readyz named the store ${fromStart} ms after start and ${midStream} ms after it broke`);
   stop.abort();
   await run;
-  assert.equal(ended, "exited");
+  assert.equal(outcome(), "exited");
 });
