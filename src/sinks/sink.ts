@@ -5,8 +5,13 @@ import { Sf2LokiError } from "../errors.ts";
 /** Entries the sink gave up on for good (isolated poison entries), counted once by the pipeline. */
 export interface DroppedEntries {
   readonly entries: readonly LogEntry[];
-  /** Low-cardinality: `bad_request`, `oversized_413`, `permanent`. */
+  /** Low-cardinality: `bad_request`, `oversized_413`, `permanent`, `budget`. */
   readonly reason: string;
+  /**
+   * What refused them, in the refuser's words (Loki's message for these entries, or the local limit
+   * they would have broken): kept with each dead letter so an operator sees why without Loki's logs.
+   */
+  readonly detail?: string;
 }
 
 export interface PushResult {
