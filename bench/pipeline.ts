@@ -24,6 +24,7 @@ import type { Sink } from "../src/sinks/sink.ts";
 import { PUSH_PATH, startLokiReceiver } from "../src/sim/loki.ts";
 import { MemoryStore, ScriptedSource } from "../test/support/fakes.ts";
 import { makeCorpus } from "./codec.ts";
+import { timedWindow, total } from "./sample.ts";
 
 /**
  * The §7 settings, as bench/pipeline-noop.ts runs them: 1000 entries / 4 MB batches, 1 s interval,
@@ -309,32 +310,48 @@ export async function e2ePass(
   };
 }
 
-export function median(xs: readonly number[]): number {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[sorted.length >> 1]!;
-}
-
-export interface MedianResult {
+/** One timed window of back-to-back e2e passes (bench/sample.ts), added up. */
+export interface E2eWindow {
+  entries: number;
+  ms: number;
   eps: number;
-  samples: number[];
-  /** The pass whose entries/s is the median. */
-  median: E2eResult;
+  passes: number;
+  sender_cpu_ms: number;
+  receiver_cpu_ms: number | undefined;
+  /** CPU µs per entry on each side: steadier than entries/s on a loaded host (no waiting counted). */
+  sender_cpu_us_per_entry: number;
+  receiver_cpu_us_per_entry: number | undefined;
 }
 
-/** An untimed warm-up pass, then the median entries/s of `rounds` timed passes. */
-export async function e2eMedian(
+/**
+ * e2e passes of `entries` back to back until their timed ms add up to `minMs`; entries/s and CPU
+ * per entry over the whole window. Every pass is checked as e2ePass checks it.
+ */
+export async function e2eWindow(
   entries: readonly LogEntry[],
   receiver: BenchReceiver,
-  rounds: number,
+  minMs: number,
   batch: Partial<BatchSettings> = {},
   latencyMs = 0,
-): Promise<MedianResult> {
-  await e2ePass(entries, receiver, batch, latencyMs);
-  const passes: E2eResult[] = [];
-  for (let i = 0; i < rounds; i++) passes.push(await e2ePass(entries, receiver, batch, latencyMs));
-  const samples = passes.map((p) => p.eps);
-  const eps = median(samples);
-  return { eps, samples, median: passes.find((p) => p.eps === eps)! };
+): Promise<E2eWindow> {
+  const passes = await timedWindow(minMs, () => e2ePass(entries, receiver, batch, latencyMs));
+  const count = total(passes, (p) => p.entries);
+  const ms = total(passes, (p) => p.ms);
+  const senderCpu = total(passes, (p) => p.sender_cpu_ms);
+  const receiverCpu = passes.some((p) => p.receiver_cpu_ms === undefined)
+    ? undefined
+    : total(passes, (p) => p.receiver_cpu_ms!);
+  const perEntryUs = (cpuMs: number): number => Math.round(((cpuMs * 1000) / count) * 1000) / 1000;
+  return {
+    entries: count,
+    ms,
+    eps: perSecond(count, ms),
+    passes: passes.length,
+    sender_cpu_ms: senderCpu,
+    receiver_cpu_ms: receiverCpu,
+    sender_cpu_us_per_entry: perEntryUs(senderCpu),
+    receiver_cpu_us_per_entry: receiverCpu === undefined ? undefined : perEntryUs(receiverCpu),
+  };
 }
 
 // ------------------------------------------------------------------ clean peak RSS

@@ -6,18 +6,24 @@
 // the reference skips verification (`rejectUnauthorizedSsl: false`), ours trusts that certificate.
 // Both clients therefore pay the same TLS cost on the same loopback stream.
 //
-// Usage: node bench/pubsub.ts [events=50000]
+// Usage: node bench/pubsub.ts [events=30000] [--samples 5] [--min-window-ms 2000]
+// Each sample of each side is a timed window: subscriptions of `events` back to back until they add
+// up to --min-window-ms. A figure is the median of --samples windows, the sides interleaved per
+// sample so both see the same host; `ratio` is the median of the per-sample ratios. Every figure
+// has its samples beside it (`<figure>_samples`), which bench/run.ts turns into a spread.
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { registerHooks } from "node:module";
+import { parseArgs } from "node:util";
 import { credentials } from "@grpc/grpc-js";
 import { silentLogger } from "../src/obs/logger.ts";
 import { TokenProvider } from "../src/salesforce/auth.ts";
 import { PubSubClient } from "../src/salesforce/pubsub/client.ts";
 import { simSalesforceSettings, startSimOrg, type SimOrg } from "../src/sim/salesforce/index.ts";
 import { PubSubSource } from "../src/sources/pubsub/source.ts";
+import { median, timedWindow, total } from "./sample.ts";
 
 // avro-js 1.12.2 (the reference's Avro library) requires `underscore` from a deprecated validator it
 // loads at import time but does not declare it, so the package cannot be imported as installed.
@@ -28,8 +34,16 @@ registerHooks({
 const { default: PubSubApiClient } = await import("salesforce-pubsub-api-client");
 
 const TOPIC = "/event/LoginEventStream";
-const EVENTS = Number(process.argv[2] ?? 50_000);
-const ROUNDS = 3;
+const { values: flags, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    samples: { type: "string", default: "5" },
+    "min-window-ms": { type: "string", default: "2000" },
+  },
+});
+const EVENTS = Number(positionals[0] ?? 30_000);
+const SAMPLES = Number(flags.samples);
+const MIN_WINDOW_MS = Number(flags["min-window-ms"]);
 const SECRET = "bench-secret";
 
 function selfSignedCert(): { certPem: string; keyPem: string } {
@@ -69,7 +83,7 @@ function authFor(sim: SimOrg): TokenProvider {
   return new TokenProvider({ settings: simSalesforceSettings(sim, SECRET, { org_id: sim.orgId }) });
 }
 
-async function ours(sim: SimOrg, certPem: string): Promise<number> {
+async function ours(sim: SimOrg, certPem: string): Promise<{ ms: number }> {
   const client = new PubSubClient({
     endpoint: sim.pubsubEndpoint,
     auth: authFor(sim),
@@ -84,13 +98,13 @@ async function ours(sim: SimOrg, certPem: string): Promise<number> {
   )) {
     if (item.kind === "event" && ++n === EVENTS) break;
   }
-  const secs = (performance.now() - start) / 1000;
+  const ms = performance.now() - start;
   client.close();
-  return EVENTS / secs;
+  return { ms };
 }
 
 /** The whole source: decode plus shaping (canonical JSON line, metadata, timestamp, token). */
-async function oursSource(sim: SimOrg, certPem: string): Promise<number> {
+async function oursSource(sim: SimOrg, certPem: string): Promise<{ ms: number }> {
   const auth = authFor(sim);
   const client = new PubSubClient({
     endpoint: sim.pubsubEndpoint,
@@ -122,12 +136,12 @@ async function oursSource(sim: SimOrg, certPem: string): Promise<number> {
   for await (const entry of source.events({ load: () => Promise.resolve(undefined) }, ac.signal)) {
     if (!entry.checkpointOnly && ++n === EVENTS) break;
   }
-  const secs = (performance.now() - start) / 1000;
+  const ms = performance.now() - start;
   client.close();
-  return EVENTS / secs;
+  return { ms };
 }
 
-async function reference(sim: SimOrg, token: string): Promise<number> {
+async function reference(sim: SimOrg, token: string): Promise<{ ms: number }> {
   const client = new PubSubApiClient(
     {
       authType: "user-supplied",
@@ -153,9 +167,9 @@ async function reference(sim: SimOrg, token: string): Promise<number> {
       null,
     );
   });
-  const secs = (performance.now() - start) / 1000;
+  const ms = performance.now() - start;
   client.close();
-  return EVENTS / secs;
+  return { ms };
 }
 
 const tls = selfSignedCert();
@@ -168,22 +182,37 @@ const sim = await startSimOrg({
 });
 const token = (await authFor(sim).token()).accessToken;
 await ours(sim, tls.certPem); // warm-up: the simulator encodes and caches every payload once
-const best = { ours: 0, reference: 0, source: 0 };
-for (let round = 0; round < ROUNDS; round++) {
-  best.ours = Math.max(best.ours, await ours(sim, tls.certPem));
-  best.reference = Math.max(best.reference, await reference(sim, token));
-  best.source = Math.max(best.source, await oursSource(sim, tls.certPem));
+
+/** Events/s over one timed window of back-to-back subscriptions. */
+async function windowEps(run: () => Promise<{ ms: number }>): Promise<number> {
+  const passes = await timedWindow(MIN_WINDOW_MS, run);
+  return (passes.length * EVENTS) / (total(passes, (p) => p.ms) / 1000);
 }
+
+const samples = { ours: [] as number[], reference: [] as number[], source: [] as number[] };
+for (let i = 0; i < SAMPLES; i++) {
+  samples.ours.push(await windowEps(() => ours(sim, tls.certPem)));
+  samples.reference.push(await windowEps(() => reference(sim, token)));
+  samples.source.push(await windowEps(() => oursSource(sim, tls.certPem)));
+}
+const ratios = (xs: number[]): number[] => xs.map((x, i) => Number((x / samples.reference[i]!).toFixed(3)));
+const rounded = (xs: number[]): number[] => xs.map((x) => Math.round(x));
 console.log(
   JSON.stringify({
     events: EVENTS,
     transport: "grpc+tls over loopback (self-signed)",
-    rounds: ROUNDS,
-    ours_eps: Math.round(best.ours),
-    reference_eps: Math.round(best.reference),
-    ratio: Number((best.ours / best.reference).toFixed(2)),
-    ours_source_eps: Math.round(best.source),
-    source_ratio: Number((best.source / best.reference).toFixed(2)),
+    samples: SAMPLES,
+    min_window_ms: MIN_WINDOW_MS,
+    ours_eps: Math.round(median(samples.ours)),
+    reference_eps: Math.round(median(samples.reference)),
+    ratio: Number(median(ratios(samples.ours)).toFixed(2)),
+    ours_source_eps: Math.round(median(samples.source)),
+    source_ratio: Number(median(ratios(samples.source)).toFixed(2)),
+    ours_eps_samples: rounded(samples.ours),
+    reference_eps_samples: rounded(samples.reference),
+    ratio_samples: ratios(samples.ours),
+    ours_source_eps_samples: rounded(samples.source),
+    source_ratio_samples: ratios(samples.source),
   }),
 );
 // The reference's close() closes its channel but never cancels its subscription streams, so shutting

@@ -1,38 +1,149 @@
-// `npm run bench`: every data-path figure in one process run, printed as ONE JSON object on stdout
-// (progress goes to stderr). Ratios are taken between figures measured in this run on the same
-// corpus; bench/README.md says what each figure means.
-//   node bench/run.ts [--quick]
+// `npm run bench`: every data-path figure in one process run, printed as ONE JSON object on stdout,
+// and a table of each figure beside its baseline (bench/baseline.json) on stderr with the progress.
+// Every figure is the median of SAMPLES timed windows of at least MIN_WINDOW_MS each (bench/sample.ts),
+// with its spread; ratios are taken per sample between windows run back to back on the same corpus.
+// bench/README.md says what each figure means and how to read spread and baseline.
+//   node bench/run.ts [--quick] [--update-baseline]
 import { spawn } from "node:child_process";
 import { availableParallelism, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
-import { benchCodec, makeCorpus } from "./codec.ts";
+import { parseArgs } from "node:util";
 import {
-  e2eMedian,
+  BASELINE_PATH,
+  compareWithBaseline,
+  readBaseline,
+  renderTable,
+  writeBaseline,
+  type Better,
+  type RunFigure,
+} from "./baseline.ts";
+import { codecWindows, makeCorpus, type CodecWindow } from "./codec.ts";
+import {
   e2ePass,
+  e2eWindow,
   forkRssProbe,
-  median,
   startChildReceiver,
   startInProcessReceiver,
   type BenchReceiver,
-  type MedianResult,
+  type E2eWindow,
 } from "./pipeline.ts";
-import { benchPipelineNoop } from "./pipeline-noop.ts";
+import { benchPipelineNoop, pipelineNoopPass } from "./pipeline-noop.ts";
+import { medianSample, summarise, timedWindow, total } from "./sample.ts";
 
-const QUICK = process.argv.includes("--quick");
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    "update-baseline": { type: "boolean", default: false },
+  },
+});
+const QUICK = flags.quick;
+if (QUICK && flags["update-baseline"]) {
+  process.stderr.write("bench: --update-baseline records a full run only; run it without --quick\n");
+  process.exit(2);
+}
+
 const ENTRIES = QUICK ? 50_000 : 200_000;
-const RTT_ENTRIES = QUICK ? 20_000 : 60_000;
+/** A timed window is at least this long: a pass under a second is mostly scheduler noise. */
+const MIN_WINDOW_MS = QUICK ? 250 : 2000;
+/** Windows per figure; the figure is their median. */
+const SAMPLES = QUICK ? 3 : 5;
+/** With 1000-entry batches and 100 ms per response, in-flight 1 takes ≥ 2.4 s per pass. */
+const RTT_ENTRIES = QUICK ? 6_000 : 24_000;
 const RTT_MS = 100;
 const RTT_MAX_ENTRIES = 1000;
-const PUBSUB_EVENTS = QUICK ? 10_000 : 50_000;
-const ROUNDS = 3;
 
 const TARGETS = {
   pipeline_noop_eps: 500_000,
   e2e_eps: 150_000,
-  e2e_over_codec: 0.5,
+  e2e_over_codec: 0.6,
   inflight_gain: 3.5,
   peak_rss_mib: 300,
 };
+
+// ------------------------------------------------------------------ child benches
+//
+// Standalone bench scripts that run in their own process (a fresh heap, their own peers) and print
+// ONE JSON object as the last line of stdout; progress goes to their stderr, which is passed through.
+// To wire a new one in, add an entry to CHILD_BENCHES: its JSON lands in the report under `key`, and
+// every top-level number named in `figures` becomes a figure `<key>.<name>` printed beside its
+// baseline. If the script also prints `<name>_samples` (an array of numbers, one per timed window)
+// the figure gets a spread; otherwise its spread is null and it is compared as a single measurement.
+// Keep each child's timed windows ≥ 2 s and the whole child within ~30 s (the run's budget is
+// ~3–4 min on 2 cores); pass `quick` through so `--quick` stays ~20 s.
+
+interface ChildBench {
+  /** The report key and the figure prefix. */
+  key: string;
+  /** Path relative to bench/. */
+  script: string;
+  args: (quick: boolean) => string[];
+  /** Top-level numeric fields of the child's JSON that are figures, and which way is better. */
+  figures: Record<string, Better>;
+}
+
+const CHILD_BENCHES: ChildBench[] = [
+  {
+    key: "pubsub",
+    script: "pubsub.ts",
+    args: (quick) =>
+      quick ? ["10000", "--samples", "3", "--min-window-ms", "250"] : ["30000", "--samples", "5"],
+    figures: {
+      ours_eps: "higher",
+      reference_eps: "higher",
+      ratio: "higher",
+      ours_source_eps: "higher",
+      source_ratio: "higher",
+    },
+  },
+  // The lead wires the EventLogFile-memory and Pub/Sub steady-stream scripts in here, e.g.
+  // { key: "eventlogfile_daemon", script: "eventlogfile-daemon.ts", args: ..., figures: { ... } },
+];
+
+/** Runs `node bench/<script> ...args` and returns the last stdout line as JSON. */
+async function runChildBench(script: string, args: string[]): Promise<Record<string, unknown>> {
+  const path = fileURLToPath(new URL(`./${script}`, import.meta.url));
+  const child = spawn(process.execPath, [path, ...args], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (chunk: string) => (out += chunk));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once("error", reject);
+    child.once("close", resolve);
+  });
+  const last = out.trim().split("\n").at(-1) ?? "";
+  if (code !== 0) throw new Error(`bench/${script} exited with ${code}: ${last}`);
+  try {
+    return JSON.parse(last) as Record<string, unknown>;
+  } catch (err) {
+    throw new Error(`bench/${script} did not end with a JSON line (got: ${last.slice(0, 200)})`, {
+      cause: err,
+    });
+  }
+}
+
+/** The figures a child bench reported, each with the spread of its samples when it gave them. */
+function childFigures(bench: ChildBench, json: Record<string, unknown>): Record<string, RunFigure> {
+  const out: Record<string, RunFigure> = {};
+  for (const [name, better] of Object.entries(bench.figures)) {
+    const value = json[name];
+    if (typeof value !== "number") {
+      throw new Error(
+        `bench/${bench.script} printed no number for "${name}"; fix the script or CHILD_BENCHES`,
+      );
+    }
+    const samples = json[`${name}_samples`];
+    const figure = Array.isArray(samples) && samples.length > 0 ? summarise(samples as number[]) : undefined;
+    out[`${bench.key}.${name}`] = {
+      median: value,
+      spread: figure?.spread ?? null,
+      samples: figure?.samples ?? [value],
+      better,
+    };
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ the run
 
 const started = performance.now();
 const loadAtStart = Math.round(loadavg()[0]! * 100) / 100;
@@ -42,21 +153,11 @@ function progress(what: string): void {
 }
 
 const round2 = (x: number): number => Math.round(x * 100) / 100;
-
-/** Runs `node bench/pubsub.ts` (it exits the process itself) and returns its last stdout line as JSON. */
-async function pubsubChild(events: number): Promise<unknown> {
-  const script = fileURLToPath(new URL("./pubsub.ts", import.meta.url));
-  const child = spawn(process.execPath, [script, String(events)], { stdio: ["ignore", "pipe", "inherit"] });
-  let out = "";
-  child.stdout.setEncoding("utf8");
-  child.stdout.on("data", (chunk: string) => (out += chunk));
-  const code = await new Promise<number | null>((resolve, reject) => {
-    child.once("error", reject);
-    child.once("close", resolve);
-  });
-  const last = out.trim().split("\n").at(-1) ?? "";
-  if (code !== 0) throw new Error(`bench/pubsub.ts exited with ${code}: ${last}`);
-  return JSON.parse(last) as unknown;
+const figures: Record<string, RunFigure> = {};
+function figure(name: string, samples: readonly number[], better: Better): RunFigure {
+  const f = { ...summarise(samples), better };
+  figures[name] = f;
+  return f;
 }
 
 async function withReceiver<T>(
@@ -71,66 +172,176 @@ async function withReceiver<T>(
   }
 }
 
+/** An untimed warm-up pass, then SAMPLES windows against one receiver. */
+async function e2eWindows(
+  entries: Parameters<typeof e2ePass>[0],
+  receiver: BenchReceiver,
+  between?: () => void,
+): Promise<E2eWindow[]> {
+  await e2ePass(entries, receiver);
+  const windows: E2eWindow[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    between?.();
+    windows.push(await e2eWindow(entries, receiver, MIN_WINDOW_MS));
+  }
+  return windows;
+}
+
+/** Wall ms and CPU of the median window, per pass and per entry. */
+const cpuSplit = (windows: E2eWindow[]) => {
+  const w = medianSample(windows, (x) => x.eps);
+  return {
+    window_ms: w.ms,
+    passes: w.passes,
+    sender_cpu_ms: w.sender_cpu_ms,
+    receiver_cpu_ms: w.receiver_cpu_ms ?? null,
+    sender_cpu_us_per_entry: w.sender_cpu_us_per_entry,
+    receiver_cpu_us_per_entry: w.receiver_cpu_us_per_entry ?? null,
+  };
+};
+
 // Forked before this process grows, so their maxRSS is their own (see forkRssProbe).
 const rssProbes = { streamed: await forkRssProbe("streamed"), prebuilt: await forkRssProbe("prebuilt") };
 
-progress(`building corpus of ${ENTRIES} entries${QUICK ? " (--quick)" : ""}`);
+progress(
+  `building corpus of ${ENTRIES} entries; ${SAMPLES} windows of ≥ ${MIN_WINDOW_MS} ms per figure` +
+    (QUICK ? " (--quick)" : ""),
+);
 const corpus = makeCorpus(ENTRIES);
 const avgLineBytes = Math.round(corpus.reduce((sum, e) => sum + e.lineBytes, 0) / corpus.length);
 
-progress("codec: protobuf + snappy on pre-built 1000-entry batches");
-const codecEps = Math.round(benchCodec(corpus, 1000, ROUNDS).eps);
+// The headline ratio: a codec window and an e2e window back to back per sample, so each ratio compares
+// two windows that saw the same host, and its spread is the spread of the ratio itself.
+const codec = codecWindows(corpus, 1000);
+const codecSamples: CodecWindow[] = [];
+const { e2eChild, rtt } = await withReceiver(
+  () => startChildReceiver("loki"),
+  async (r) => {
+    progress("codec (protobuf + snappy on pre-built 1000-entry batches) paired with e2e into the Loki child");
+    const e2eChild = await e2eWindows(corpus, r, () => codecSamples.push(codec.window(MIN_WINDOW_MS)));
+    progress(`rtt ${RTT_MS} ms, max_in_flight 1 and 4 paired (${RTT_ENTRIES} entries per pass)`);
+    const rttCorpus = corpus.slice(0, RTT_ENTRIES);
+    const inFlight = (n: number) => ({ max_entries: RTT_MAX_ENTRIES, max_in_flight: n });
+    const rtt = { one: [] as E2eWindow[], four: [] as E2eWindow[] };
+    for (let i = 0; i < SAMPLES; i++) {
+      rtt.one.push(await e2eWindow(rttCorpus, r, MIN_WINDOW_MS, inFlight(1), RTT_MS));
+      rtt.four.push(await e2eWindow(rttCorpus, r, MIN_WINDOW_MS, inFlight(4), RTT_MS));
+    }
+    return { e2eChild, rtt };
+  },
+);
+const codecFig = figure(
+  "codec_eps",
+  codecSamples.map((w) => w.eps),
+  "higher",
+);
+const e2eFig = figure(
+  "e2e_eps",
+  e2eChild.map((w) => w.eps),
+  "higher",
+);
+const e2eOverCodec = figure(
+  "e2e_over_codec",
+  e2eChild.map((w, i) => w.eps / codecSamples[i]!.eps),
+  "higher",
+);
+figure(
+  "codec_cpu_us_per_entry",
+  codecSamples.map((w) => w.cpu_us_per_entry),
+  "lower",
+);
+figure(
+  "sender_cpu_us_per_entry",
+  e2eChild.map((w) => w.sender_cpu_us_per_entry),
+  "lower",
+);
+figure(
+  "codec_share_of_sender_cpu",
+  e2eChild.map((w, i) => codecSamples[i]!.cpu_us_per_entry / w.sender_cpu_us_per_entry),
+  "higher",
+);
+figure(
+  "receiver_cpu_us_per_entry",
+  e2eChild.map((w) => w.receiver_cpu_us_per_entry ?? 0),
+  "lower",
+);
+const rtt1 = figure(
+  "rtt100_eps_inflight1",
+  rtt.one.map((w) => w.eps),
+  "higher",
+);
+const rtt4 = figure(
+  "rtt100_eps_inflight4",
+  rtt.four.map((w) => w.eps),
+  "higher",
+);
+const inflightGain = figure(
+  "inflight_gain",
+  rtt.four.map((w, i) => w.eps / rtt.one[i]!.eps),
+  "higher",
+);
 
 progress("pipeline into a no-op sink");
 await benchPipelineNoop(corpus.slice(0, 20_000)); // warm-up: optimise the pipeline's code first
 const noopSamples: number[] = [];
-for (let i = 0; i < ROUNDS; i++) noopSamples.push((await benchPipelineNoop(corpus)).eps);
-const noopEps = median(noopSamples);
+for (let i = 0; i < SAMPLES; i++) {
+  const passes = await timedWindow(MIN_WINDOW_MS, () => pipelineNoopPass(corpus));
+  noopSamples.push((passes.length * corpus.length) / (total(passes, (p) => p.ms) / 1000));
+}
+const noopFig = figure("pipeline_noop_eps", noopSamples, "higher");
 
 progress("e2e, Loki receiver in this process");
-const e2eInProcess = await withReceiver(startInProcessReceiver, (r) => e2eMedian(corpus, r, ROUNDS));
+const e2eInProcess = await withReceiver(startInProcessReceiver, (r) => e2eWindows(corpus, r));
+figure(
+  "e2e_in_process_receiver_eps",
+  e2eInProcess.map((w) => w.eps),
+  "higher",
+);
 
 progress("e2e, drain-only receiver in a child process");
 const e2eDrain = await withReceiver(
   () => startChildReceiver("drain"),
-  (r) => e2eMedian(corpus, r, ROUNDS),
+  (r) => e2eWindows(corpus, r),
+);
+const drainFig = figure(
+  "e2e_drain_receiver_eps",
+  e2eDrain.map((w) => w.eps),
+  "higher",
+);
+figure(
+  "drain_sender_cpu_us_per_entry",
+  e2eDrain.map((w) => w.sender_cpu_us_per_entry),
+  "lower",
 );
 
-const rttCorpus = corpus.slice(0, RTT_ENTRIES);
-const rttBatch = (inFlight: number) => ({ max_entries: RTT_MAX_ENTRIES, max_in_flight: inFlight });
-const { e2eChild, rtt1, rtt4Samples, rss, rssPrebuilt } = await withReceiver(
+progress("peak RSS: one e2e pass in a fresh process, streamed then pre-built corpus");
+const { rss, rssPrebuilt } = await withReceiver(
   () => startChildReceiver("loki"),
-  async (r) => {
-    progress("e2e, Loki receiver in a child process");
-    const e2eChild = await e2eMedian(corpus, r, ROUNDS);
-    progress(`rtt ${RTT_MS} ms, max_in_flight 1 (${RTT_ENTRIES} entries)`);
-    const rtt1 = await e2ePass(rttCorpus, r, rttBatch(1), RTT_MS);
-    progress(`rtt ${RTT_MS} ms, max_in_flight 4 (median of ${ROUNDS})`);
-    const rtt4Samples: number[] = [];
-    for (let i = 0; i < ROUNDS; i++) rtt4Samples.push((await e2ePass(rttCorpus, r, rttBatch(4), RTT_MS)).eps);
-    progress("peak RSS: one e2e pass in a fresh process, streamed then pre-built corpus");
-    const rss = await rssProbes.streamed.measure(r, ENTRIES);
-    const rssPrebuilt = await rssProbes.prebuilt.measure(r, ENTRIES);
-    return { e2eChild, rtt1, rtt4Samples, rss, rssPrebuilt };
-  },
+  async (r) => ({
+    rss: await rssProbes.streamed.measure(r, ENTRIES),
+    rssPrebuilt: await rssProbes.prebuilt.measure(r, ENTRIES),
+  }),
 );
-const rtt4Eps = median(rtt4Samples);
+// One fresh process, one pass: a footprint, not a timing, so one measurement and no spread.
+figures.peak_rss_mib = {
+  median: rss.peak_rss_mib,
+  spread: null,
+  samples: [rss.peak_rss_mib],
+  better: "lower",
+};
 const benchProcessRss = Math.round(process.resourceUsage().maxRSS / 1024);
 
-progress(`pubsub: node bench/pubsub.ts ${PUBSUB_EVENTS}`);
-const pubsub = await pubsubChild(PUBSUB_EVENTS);
+const children: Record<string, Record<string, unknown>> = {};
+for (const bench of CHILD_BENCHES) {
+  const args = bench.args(QUICK);
+  progress(`${bench.key}: node bench/${bench.script} ${args.join(" ")}`);
+  children[bench.key] = await runChildBench(bench.script, args);
+  Object.assign(figures, childFigures(bench, children[bench.key]!));
+}
 
-const e2eEps = e2eChild.eps;
-const e2eOverCodec = round2(e2eEps / codecEps);
-const inflightGain = round2(rtt4Eps / rtt1.eps);
-const peakRss = rss.peak_rss_mib;
-
-/** Wall ms of the median pass next to the CPU ms each side spent in it. */
-const cpuSplit = (r: MedianResult) => ({
-  wall_ms: r.median.ms,
-  sender_cpu_ms: r.median.sender_cpu_ms,
-  receiver_cpu_ms: r.median.receiver_cpu_ms ?? null,
-});
+const baseline = readBaseline();
+const compared = compareWithBaseline(figures, baseline);
+const loadAtEnd = round2(loadavg()[0]!);
 
 const report = {
   bench: "data-path",
@@ -138,39 +349,38 @@ const report = {
   node: process.version,
   entries: ENTRIES,
   avg_line_bytes: avgLineBytes,
-  codec_eps: codecEps,
-  pipeline_noop_eps: noopEps,
-  e2e_eps: e2eEps,
+  codec_eps: codecFig.median,
+  pipeline_noop_eps: noopFig.median,
+  e2e_eps: e2eFig.median,
   e2e_receiver: "simulated Loki in a child process",
-  e2e_over_codec: e2eOverCodec,
-  rtt100_eps_inflight1: rtt1.eps,
-  rtt100_eps_inflight4: rtt4Eps,
-  inflight_gain: inflightGain,
+  e2e_over_codec: e2eOverCodec.median,
+  rtt100_eps_inflight1: rtt1.median,
+  rtt100_eps_inflight4: rtt4.median,
+  inflight_gain: inflightGain.median,
   python_ceiling_eps: RTT_MAX_ENTRIES / (RTT_MS / 1000),
-  peak_rss_mib: peakRss,
-  pubsub,
+  peak_rss_mib: rss.peak_rss_mib,
+  ...children,
   targets: {
-    pipeline_noop_eps: noopEps >= TARGETS.pipeline_noop_eps,
-    e2e_eps: e2eEps >= TARGETS.e2e_eps,
-    e2e_over_codec: e2eOverCodec >= TARGETS.e2e_over_codec,
-    inflight_gain: inflightGain >= TARGETS.inflight_gain,
-    peak_rss_mib: peakRss < TARGETS.peak_rss_mib,
+    pipeline_noop_eps: noopFig.median >= TARGETS.pipeline_noop_eps,
+    e2e_eps: e2eFig.median >= TARGETS.e2e_eps,
+    e2e_over_codec: e2eOverCodec.median >= TARGETS.e2e_over_codec,
+    inflight_gain: inflightGain.median >= TARGETS.inflight_gain,
+    peak_rss_mib: rss.peak_rss_mib < TARGETS.peak_rss_mib,
   },
+  /** Every figure: median, spread, samples, baseline, change (median ÷ baseline) and verdict. */
+  figures: compared,
+  baseline: baseline
+    ? { file: "bench/baseline.json", recorded_at: baseline.recorded_at, commit: baseline.commit }
+    : null,
   detail: {
-    rounds: ROUNDS,
-    pipeline_noop_samples: noopSamples,
-    e2e_samples: e2eChild.samples,
+    samples: SAMPLES,
+    min_window_ms: MIN_WINDOW_MS,
     e2e_cpu: cpuSplit(e2eChild),
-    e2e_in_process_receiver_eps: e2eInProcess.eps,
-    e2e_in_process_samples: e2eInProcess.samples,
     e2e_in_process_cpu: cpuSplit(e2eInProcess),
-    e2e_drain_receiver_eps: e2eDrain.eps,
-    e2e_drain_samples: e2eDrain.samples,
     e2e_drain_cpu: cpuSplit(e2eDrain),
-    e2e_drain_over_codec: round2(e2eDrain.eps / codecEps),
-    e2e_over_pipeline_noop: round2(e2eEps / noopEps),
+    e2e_drain_over_codec: round2(drainFig.median / codecFig.median),
+    e2e_over_pipeline_noop: round2(e2eFig.median / noopFig.median),
     rtt: { latency_ms: RTT_MS, entries: RTT_ENTRIES, max_entries: RTT_MAX_ENTRIES },
-    rtt100_inflight4_samples: rtt4Samples,
     peak_rss_corpus: "streamed",
     peak_rss_before_pass_mib: rss.before_pass_mib,
     peak_rss_vmhwm_mib: rss.vmhwm_mib ?? null,
@@ -179,10 +389,27 @@ const report = {
     bench_process_peak_rss_mib: benchProcessRss,
     target_thresholds: TARGETS,
     // Other work on this host skews every figure; a load above the core count means noisy numbers.
-    load_avg_1m: { start: loadAtStart, end: round2(loadavg()[0]!) },
+    load_avg_1m: { start: loadAtStart, end: loadAtEnd },
     cores: availableParallelism(),
     seconds: Math.round((performance.now() - started) / 100) / 10,
   },
 };
+
+process.stderr.write(
+  `\nfigures (median of ${SAMPLES} windows ≥ ${MIN_WINDOW_MS} ms) beside ` +
+    (baseline
+      ? `bench/baseline.json (${baseline.recorded_at}, ${baseline.commit ?? "no commit"})`
+      : "no baseline yet") +
+    `; load ${loadAtStart} → ${loadAtEnd} on ${availableParallelism()} cores\n` +
+    renderTable(compared),
+);
+if (flags["update-baseline"]) {
+  writeBaseline(figures, {
+    node: process.version,
+    cores: availableParallelism(),
+    load_avg_1m: { start: loadAtStart, end: loadAtEnd },
+  });
+  progress(`baseline written to ${BASELINE_PATH}`);
+}
 progress("done");
 process.stdout.write(JSON.stringify(report, null, 2) + "\n");
