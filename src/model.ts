@@ -9,6 +9,22 @@ export interface CheckpointToken {
 export type Labels = Record<string, string>;
 
 /**
+ * The same label set: as many keys, each with an equal value (key order does not matter, as it does
+ * not in the rendering). Sources build a fresh labels object per entry, so the hot path compares
+ * contents with the previous entry's set instead of building a key string for every entry.
+ */
+export function sameLabelSet(a: Labels, b: Labels): boolean {
+  if (a === b) return true;
+  let n = 0;
+  for (const k in a) {
+    if (a[k] !== b[k]) return false;
+    n++;
+  }
+  for (const _ in b) n--;
+  return n === 0;
+}
+
+/**
  * One Loki log line plus the checkpoint it advances when committed.
  *
  * The timestamp is integer nanoseconds since the epoch: a replayed event must produce the identical

@@ -1,7 +1,7 @@
 // One producer per source (spec B §2.4): pull an entry, stamp static labels and ingest metrics on
 // real entries, charge its cost, enqueue. The next entry is pulled only after the previous one was
 // admitted, so a full lane stops the source itself. On a normal end an end-of-stream marker follows.
-import type { Labels, LogEntry } from "../model.ts";
+import { sameLabelSet, type Labels, type LogEntry } from "../model.ts";
 import type { CheckpointReader, Source } from "../sources/source.ts";
 import type { Clock } from "../util/clock.ts";
 import { entryCost, mapChars } from "./cost.ts";
@@ -29,7 +29,8 @@ export interface ProducerDeps {
 export class Producer {
   readonly #deps: ProducerDeps;
   readonly #hasStatic: boolean;
-  // Sources usually share one labels object across a stream: merge and measure it once per object.
+  // A run of entries with equal label sets (a source usually builds a fresh but equal object per
+  // entry) is merged and measured once, and its entries all carry the one merged object.
   #labelsIn: Labels | undefined;
   #labelsOut: Labels = {};
   #labelsChars = 0;
@@ -79,11 +80,12 @@ export class Producer {
   #admit(entry: LogEntry): number {
     // The source's own `org` (multi-org), read before the static labels are merged in.
     const org = entry.labels.org;
-    if (entry.labels !== this.#labelsIn) {
+    if (this.#labelsIn === undefined || !sameLabelSet(entry.labels, this.#labelsIn)) {
       this.#labelsIn = entry.labels;
       this.#labelsOut = this.#hasStatic ? { ...entry.labels, ...this.#deps.staticLabels } : entry.labels;
       this.#labelsChars = mapChars(this.#labelsOut);
     }
+    // Equal sets leave as one shared object, so the sink groups them by identity, not by content.
     entry.labels = this.#labelsOut;
     this.#deps.tally.record(entry, this.#deps.clock.now(), org);
     return entryCost(entry, this.#labelsChars);

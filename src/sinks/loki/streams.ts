@@ -1,5 +1,5 @@
 // Groups a batch into Loki streams by exact label set, shared by both wire encodings.
-import type { Batch, LogEntry, Labels } from "../../model.ts";
+import { sameLabelSet, type Batch, type LogEntry, type Labels } from "../../model.ts";
 import { renderLabels } from "./labels.ts";
 
 export interface StreamGroup {
@@ -12,15 +12,17 @@ export interface StreamGroup {
 /** Streams in order of first appearance; entries keep batch order inside a stream (no sorting). */
 export function groupStreams(batch: Batch): StreamGroup[] {
   const byRendered = new Map<string, StreamGroup>();
-  // Entries of one source carry equal label maps built in the same key order, so an unsorted,
-  // unescaped key finds the stream without rendering; a miss renders once per distinct raw key.
+  // Runs of one label set are the common case: an entry whose set equals the previous entry's joins
+  // its stream without a key being built. Otherwise entries of one source carry equal label maps
+  // built in the same key order, so an unsorted, unescaped key finds the stream without rendering;
+  // a miss renders once per distinct raw key.
   const byRaw = new Map<string, StreamGroup>();
   const groups: StreamGroup[] = [];
   let lastLabels: Labels | undefined;
   let lastGroup: StreamGroup | undefined;
   for (const entry of batch) {
     const labels = entry.labels;
-    if (labels === lastLabels && lastGroup) {
+    if (lastGroup && lastLabels && sameLabelSet(labels, lastLabels)) {
       lastGroup.entries.push(entry);
       continue;
     }
