@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { LogEntry, msToNs } from "../src/model.ts";
+import { LogEntry, msToNs, sameLabelSet } from "../src/model.ts";
 
 test("lineBytes is the UTF-8 length and follows a rewritten line", () => {
   const e = new LogEntry({
@@ -25,4 +25,14 @@ test("checkpoint-only entries carry nothing but the token", () => {
 test("msToNs keeps sub-millisecond precision exactly", () => {
   assert.equal(msToNs(1_700_000_000_123), 1_700_000_000_123_000_000n);
   assert.equal(msToNs(1.5), 1_500_000n);
+});
+
+test("sameLabelSet compares contents, not key order or identity", () => {
+  assert.equal(sameLabelSet({ a: "1", b: "2" }, { b: "2", a: "1" }), true);
+  assert.equal(sameLabelSet({}, {}), true);
+  assert.equal(sameLabelSet({ a: "1" }, { a: "1", b: "2" }), false, "a subset is another set");
+  assert.equal(sameLabelSet({ a: "1", b: "2" }, { a: "1" }), false, "a superset is another set");
+  assert.equal(sameLabelSet({ a: "1", b: "2" }, { a: "1", c: "2" }), false);
+  assert.equal(sameLabelSet({ a: "1" }, { a: "2" }), false);
+  assert.equal(sameLabelSet({ a: "" }, { b: "" }), false);
 });

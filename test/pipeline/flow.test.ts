@@ -58,6 +58,27 @@ test("static labels win over entry labels; checkpoint-only tokens are neither la
   assert.equal(h.store.doc.get("k"), "2");
 });
 
+test("entries with equal label sets leave the producer sharing one merged object; another set gets its own", async () => {
+  // Sources build a fresh labels object per entry; the sink then groups the run by identity.
+  const labelsOf = (type: string) => ({ source: "eventlog_objects", event_type: type });
+  const entries = [
+    entry("k", "1", { labels: labelsOf("ApiEvent") }),
+    entry("k", "2", { labels: labelsOf("ApiEvent") }),
+    entry("k", "3", { labels: labelsOf("LoginEvent") }),
+    entry("k", "4", { labels: { event_type: "LoginEvent", source: "eventlog_objects" } }),
+    entry("k", "5", { labels: labelsOf("ApiEvent") }),
+  ];
+  const h = harness([new ScriptedSource("eventlog_objects", entries)], { staticLabels: { job: "sf2loki" } });
+  await h.pipeline.run(new AbortController().signal);
+  const [a1, a2, l1, l2, a3] = h.sink.calls.flatMap((c) => c.entries);
+  assert.equal(a1!.labels, a2!.labels, "a run of equal sets shares one object");
+  assert.equal(l1!.labels, l2!.labels, "key order does not break a run");
+  assert.notEqual(a1!.labels, l1!.labels);
+  assert.deepEqual(a1!.labels, { source: "eventlog_objects", event_type: "ApiEvent", job: "sf2loki" });
+  assert.deepEqual(l2!.labels, { event_type: "LoginEvent", source: "eventlog_objects", job: "sf2loki" });
+  assert.deepEqual(a3!.labels, { source: "eventlog_objects", event_type: "ApiEvent", job: "sf2loki" });
+});
+
 test("flush_interval flushes a partial batch, timed from its first item", async () => {
   const src = new ChannelSource("pubsub");
   const h = harness([src], { batch: { max_entries: 100, flush_interval_ms: 1000 } });
