@@ -205,10 +205,19 @@ function plan(streams: readonly StreamGroup[]): Plan {
   return p;
 }
 
-/** Serialises the streams as a logproto.PushRequest (uncompressed). */
-export function encodePushRequest(streams: readonly StreamGroup[]): Buffer {
+const freshBuffer = (bytes: number): Buffer => Buffer.allocUnsafe(bytes);
+
+/**
+ * Serialises the streams as a logproto.PushRequest (uncompressed), into a buffer of exactly the
+ * planned size from `alloc` (default: a fresh one). request.ts passes a reused scratch buffer when
+ * it compresses the bytes at once.
+ */
+export function encodePushRequest(
+  streams: readonly StreamGroup[],
+  alloc: (bytes: number) => Buffer = freshBuffer,
+): Buffer {
   const p = plan(streams);
-  const buf = Buffer.allocUnsafe(p.total);
+  const buf = alloc(p.total);
   let pos = 0;
   let e = 0; // entry index across streams
   let m = 0; // metadata-length slot index

@@ -143,3 +143,20 @@ for (const format of ["protobuf-snappy", "json", "json-gzip"] as WireFormat[]) {
     assert.ok(raw.equals(expected));
   });
 }
+
+test("protobuf-snappy: bodies encoded one after another through the reused scratch stay intact", () => {
+  // Growing sizes walk the scratch through its growth steps and past its 4 MiB cap.
+  const sizes = [10, 3000, 200, 16_000, 5];
+  const made = sizes.map((n, b) =>
+    Array.from({ length: n }, (_, i) => entry(i, { line: `batch ${b} entry ${i} `.repeat(12) })),
+  );
+  const bodies = made.map((batch) => encodeRequestSync(batch, "protobuf-snappy").body);
+  assert.ok(
+    encodePushRequest(groupStreams(made[3]!)).length > 4 * 1_048_576,
+    "one batch must be larger than the scratch cap",
+  );
+  made.forEach((batch, b) => {
+    const raw = snappy.uncompressSync(bodies[b]!, { asBuffer: true }) as Buffer;
+    assert.ok(raw.equals(encodePushRequest(groupStreams(batch))), `body ${b} changed after later encodes`);
+  });
+});
