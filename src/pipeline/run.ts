@@ -43,6 +43,13 @@ export class PipelineRun {
   readonly #deps: RunDeps;
   readonly #stop: AbortSignal;
   readonly #cancel = new AbortController();
+  /**
+   * Aborts when the stop signal fires or the run is torn down: the sources end their streams and the
+   * pushes stop retrying. A plain signal fed by both rather than AbortSignal.any: sources read
+   * `aborted` once per event, and a composite signal's getter costs ~130 ns a read against ~4 ns
+   * (Node 24), more than the rest of a producer's work per entry.
+   */
+  readonly #draining = new AbortController();
   readonly #grace = new AbortController();
   readonly #producers: Producer[] = [];
   readonly #tasks = new Set<Promise<unknown>>();
@@ -54,7 +61,8 @@ export class PipelineRun {
     this.#stop = stop;
     this.abandoned = new AbandonedKeys(deps.metrics, deps.logger);
     this.#progress = new Progress(deps.clock);
-    const draining = AbortSignal.any([stop, this.#cancel.signal]);
+    if (stop.aborted) this.#draining.abort(stop.reason);
+    const draining = this.#draining.signal;
     for (const source of deps.sources) {
       const lane = this.#lane(laneOf(source), draining);
       const tally = new IngestTally(source.name, deps.metrics.ingested, deps.metrics.ingestLag);
@@ -156,6 +164,7 @@ export class PipelineRun {
   }
 
   readonly #onStop = (): void => {
+    if (!this.#draining.signal.aborted) this.#draining.abort(this.#stop.reason);
     this.#deps.clock.sleep(this.#deps.shutdownGraceMs, this.#grace.signal).then(() => {
       this.#expire();
     }, ignore);
@@ -195,6 +204,7 @@ export class PipelineRun {
   #teardown(why: string, settle: () => void): void {
     const reason = new PipelineCancelledError(why);
     this.#cancel.abort(reason);
+    if (!this.#draining.signal.aborted) this.#draining.abort(reason);
     for (const lane of this.lanes.values()) lane.cancel(reason);
     const timer = new AbortController();
     const windDown = this.#deps.clock.sleep(TEARDOWN_SETTLE_MS, timer.signal).catch(ignore);
