@@ -40,9 +40,10 @@ export interface ComparedFigure extends RunFigure {
   change: number | null;
   /**
    * `better` / `worse` when the change is larger than the bigger of the two spreads (so noise alone
-   * is unlikely to explain it), `within spread` otherwise, `new` without a baseline.
+   * is unlikely to explain it), `within spread` otherwise, `new` without a baseline, `not judged`
+   * for a `--quick` run (fewer entries and shorter windows than the full run the baseline holds).
    */
-  verdict: "better" | "worse" | "within spread" | "new";
+  verdict: "better" | "worse" | "within spread" | "new" | "not judged";
 }
 
 /** The recorded baseline, or undefined if there is none yet (a fresh clone before the first record). */
@@ -100,15 +101,18 @@ function verdictOf(
   return change > 1 === (f.better === "higher") ? "better" : "worse";
 }
 
+/** `judge` false (a `--quick` run) still shows the baseline and the change, without a verdict. */
 export function compareWithBaseline(
   figures: Record<string, RunFigure>,
   baseline: Baseline | undefined,
+  judge = true,
 ): Record<string, ComparedFigure> {
   const out: Record<string, ComparedFigure> = {};
   for (const [name, f] of Object.entries(figures)) {
     const base = baseline?.figures[name];
     const change = base && base.median !== 0 ? Math.round((f.median / base.median) * 1000) / 1000 : null;
-    out[name] = { ...f, baseline: base?.median ?? null, change, verdict: verdictOf(f, base, change) };
+    const verdict = judge || base === undefined ? verdictOf(f, base, change) : "not judged";
+    out[name] = { ...f, baseline: base?.median ?? null, change, verdict };
   }
   return out;
 }

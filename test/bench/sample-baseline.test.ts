@@ -79,6 +79,10 @@ test("the change is median / baseline; the verdict needs a change beyond both sp
   assert.equal(out.rss!.verdict, "better");
   assert.equal(out.fresh!.verdict, "new");
   assert.equal(out.fresh!.baseline, null);
+  const quick = compareWithBaseline({ faster: fig(120, 0.04), fresh: fig(1, 0.1) }, baseline, false);
+  assert.equal(quick.faster!.verdict, "not judged", "a --quick run is not judged against a full baseline");
+  assert.equal(quick.faster!.change, 1.2);
+  assert.equal(quick.fresh!.verdict, "new");
   const table = renderTable(out);
   assert.match(table, /^faster \(↑\)\s+120\s+4\.0%\s+100\s+1\.200x\s+better$/m);
   assert.match(table, /^cpu \(↓\)\s+2\.5\s+2\.0%\s+2\s+1\.250x\s+worse$/m);
