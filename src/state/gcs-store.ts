@@ -4,6 +4,7 @@
 import { createHash } from "node:crypto";
 import { addAbortSignal } from "node:stream";
 import { IdempotencyStrategy, Storage, type Bucket, type StorageOptions } from "@google-cloud/storage";
+import { gcsHints } from "./backend-hints.ts";
 import type { ObjectStoreHints } from "./errors.ts";
 import { checkServiceAccountFile } from "./gcs-credentials.ts";
 import { withGcsDeadline } from "./gcs-deadline.ts";
@@ -77,16 +78,7 @@ export class GcsBackend implements ObjectBackend {
     if (settings.service_file) checkServiceAccountFile(settings.service_file, `${section}.service_file`);
     this.#timeoutMs = opts.requestTimeoutMs ?? GCS_REQUEST_TIMEOUT_MS;
     this.#options = { ...gcsStorageOptions(settings, this.#timeoutMs), ...opts.storageOptions };
-    const location = `gs://${settings.bucket}/${settings.object_name}`;
-    this.hints = {
-      location,
-      configKey: `${section}.object_name`,
-      noun: "object",
-      removeCommand: `gcloud storage rm ${location}`,
-      permissions:
-        "storage.objects.get, storage.objects.create and storage.objects.delete (overwriting an object needs " +
-        "delete; roles/storage.objectUser has all three)",
-    };
+    this.hints = gcsHints(settings, section);
   }
 
   #file() {

@@ -8,6 +8,7 @@ import {
   type PutObjectCommandInput,
   type S3ClientConfig,
 } from "@aws-sdk/client-s3";
+import { s3Hints } from "./backend-hints.ts";
 import type { ObjectStoreHints } from "./errors.ts";
 import type { ErrorClass, ObjectBackend, Precondition, StoredObject } from "./object-backend.ts";
 import { ObjectCheckpointStore, type ObjectStoreOptions } from "./object-store.ts";
@@ -83,16 +84,7 @@ export class S3Backend implements ObjectBackend {
   constructor(settings: S3StateSettings, overrides: Partial<S3ClientConfig> = {}, deadlines?: S3Deadlines) {
     this.#settings = settings;
     this.#config = { ...s3ClientConfig(settings, deadlines), ...overrides };
-    const location = `s3://${settings.bucket}/${settings.key}`;
-    const endpointFlag = settings.endpoint_url ? ` --endpoint-url ${settings.endpoint_url}` : "";
-    this.hints = {
-      location,
-      configKey: "state.s3.key",
-      noun: "key",
-      removeCommand: `aws s3 rm ${location}${endpointFlag}`,
-      permissions:
-        "s3:GetObject, s3:PutObject and s3:ListBucket (without ListBucket a missing object reads as 403, not 404)",
-    };
+    this.hints = s3Hints(settings);
   }
 
   #s3(): S3Client {

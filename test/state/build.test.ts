@@ -5,8 +5,7 @@ import { describe, test } from "node:test";
 import { ConfigError } from "../../src/errors.ts";
 import { buildStore } from "../../src/state/build.ts";
 import { FileCheckpointStore } from "../../src/state/file-store.ts";
-import { GcsCheckpointStore } from "../../src/state/gcs-store.ts";
-import { S3CheckpointStore } from "../../src/state/s3-store.ts";
+import { ObjectCheckpointStore } from "../../src/state/object-store.ts";
 import type { StateSettings } from "../../src/state/settings.ts";
 import { tempDir } from "./helpers/temp-dir.ts";
 
@@ -32,11 +31,11 @@ describe("buildStore", () => {
       store: "s3",
       s3: { ...base.s3, bucket: "b", endpoint_url: "http://127.0.0.1:9" },
     });
-    assert.ok(s3 instanceof S3CheckpointStore);
+    assert.ok(s3 instanceof ObjectCheckpointStore);
     assert.equal(s3.location, "s3://b/sf2loki/state.json");
 
     const gcs = buildStore({ ...base, store: "gcs", gcs: { ...base.gcs, bucket: "g" } });
-    assert.ok(gcs instanceof GcsCheckpointStore);
+    assert.ok(gcs instanceof ObjectCheckpointStore);
     assert.equal(gcs.location, "gs://g/sf2loki/state.json");
   });
 
@@ -81,6 +80,6 @@ describe("buildStore", () => {
     assert.throws(() => buildStore(gcs(join(dir, "missing.json"))), /cannot be read/);
     const good = join(dir, "sa.json");
     await writeFile(good, JSON.stringify({ type: "service_account", client_email: "a@b", private_key: "k" }));
-    assert.ok(buildStore(gcs(good)) instanceof GcsCheckpointStore);
+    assert.ok(buildStore(gcs(good)) instanceof ObjectCheckpointStore);
   });
 });

@@ -1,14 +1,12 @@
 // Builds an s3_lease, gcs_lease or azure_lease backend on the state layer's own S3, GCS and Azure
 // adapters (same client construction, same SDK-retries-off settings, same error verdicts). Offline: the
-// adapters create their clients on first use, inside `run`.
+// adapters load their SDK and create their clients on first use, inside `run`.
 import type { S3ClientConfig } from "@aws-sdk/client-s3";
 import type { StoragePipelineOptions } from "@azure/storage-blob";
 import type { StorageOptions } from "@google-cloud/storage";
 import { ConfigError } from "../../errors.ts";
 import type { Logger } from "../../obs/logger.ts";
-import { AzureBackend } from "../../state/azure/backend.ts";
-import { GcsBackend } from "../../state/gcs-store.ts";
-import { S3Backend } from "../../state/s3-store.ts";
+import { azureBackend, gcsBackend, s3Backend } from "../../state/backends.ts";
 import type { ObjectBackend } from "../../state/object-backend.ts";
 import type { Clock } from "../../util/clock.ts";
 import type { RetryPolicy } from "../../util/retry.ts";
@@ -62,7 +60,7 @@ function section<T extends { ttl: number; renew_interval: number }>(kind: string
 export function s3LeaseBackend(settings: S3LeaseSettings, deps: ObjectLeaseDeps = {}): ObjectLeaseBackend {
   required("s3_lease", "bucket", settings.bucket);
   required("s3_lease", "key", settings.key);
-  const at = (key: string) => new S3Backend({ ...settings, key }, deps.s3ClientConfig);
+  const at = (key: string) => s3Backend({ ...settings, key }, deps.s3ClientConfig);
   return leaseBackend("s3_lease", at(settings.key), at(`${settings.key}.epoch`), settings, deps);
 }
 
@@ -70,7 +68,7 @@ export function gcsLeaseBackend(settings: GcsLeaseSettings, deps: ObjectLeaseDep
   required("gcs_lease", "bucket", settings.bucket);
   required("gcs_lease", "object_name", settings.object_name);
   const at = (object_name: string) =>
-    new GcsBackend(
+    gcsBackend(
       { ...settings, object_name },
       { configSection: "coordinate.gcs_lease", storageOptions: deps.gcsStorageOptions },
     );
@@ -90,7 +88,7 @@ export function azureLeaseBackend(
   required("azure_lease", "container", settings.container);
   required("azure_lease", "blob_name", settings.blob_name);
   const at = (blob_name: string) =>
-    new AzureBackend(
+    azureBackend(
       { ...settings, blob_name },
       {
         configSection: "coordinate.azure_lease",

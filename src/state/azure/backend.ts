@@ -3,11 +3,12 @@
 // `If-None-Match: *` (create) or `If-Match: <etag>`. Everything else (retries, the verify-before-
 // conflict rule, fencing) is the shared engine's.
 import type { BlockBlobClient, StoragePipelineOptions } from "@azure/storage-blob";
+import { azureHints } from "../backend-hints.ts";
 import type { ObjectStoreHints } from "../errors.ts";
 import type { ErrorClass, ObjectBackend, Precondition, StoredObject } from "../object-backend.ts";
 import type { AzureStateSettings } from "../settings.ts";
 import { classifyAzureError, isBlobNotFound } from "./classify.ts";
-import { azureAccountName, azureBlobClient } from "./client.ts";
+import { azureBlobClient } from "./client.ts";
 
 export interface AzureBackendOptions {
   /** Where the settings sit in the config, for messages: `state.azure` (default), `coordinate.azure_lease`. */
@@ -27,21 +28,7 @@ export class AzureBackend implements ObjectBackend {
     this.#settings = settings;
     this.#section = opts.configSection ?? "state.azure";
     this.#pipeline = opts.pipelineOptions ?? {};
-    const account = azureAccountName(settings, this.#section);
-    const { container, blob_name: blob } = settings;
-    this.hints = {
-      location: `azure://${account}/${container}/${blob}`,
-      configKey: `${this.#section}.blob_name`,
-      noun: "blob",
-      removeCommand:
-        `az storage blob delete --account-name ${account} --container-name ${container} --name ${blob}` +
-        (settings.credential === "default" ? " --auth-mode login" : ""),
-      permissions:
-        "the Storage Blob Data Contributor role (or, with a connection string, an account key or a SAS " +
-        "allowing read, create and write)",
-      scope: "container",
-      busyCause: "409 Conflict, or a blob lease held by another client",
-    };
+    this.hints = azureHints(settings, this.#section);
   }
 
   #blob(): Promise<BlockBlobClient> {
