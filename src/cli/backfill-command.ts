@@ -4,7 +4,6 @@
 import { Command } from "commander";
 import { loadConfig } from "../config/load.ts";
 import { parsePlan, type BackfillFlags } from "../backfill/options.ts";
-import { runBackfill } from "../backfill/run.ts";
 import { StateFileLockError } from "../state/errors.ts";
 import { systemClock } from "../util/clock.ts";
 import { EXIT_FAILURE, EXIT_OK, reportError, type CliIO } from "./exit.ts";
@@ -38,6 +37,8 @@ export function backfillCommand(io: CliIO, setExit: (code: number) => void): Com
       try {
         const plan = parsePlan(flags);
         const config = await loadConfig(flags.config, io.env);
+        // Loaded on use, so the daemon (same module graph) does not carry the backfill engine.
+        const { runBackfill } = await import("../backfill/run.ts");
         const outcome = await runBackfill({
           config,
           plan,

@@ -4,10 +4,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
-import { createApp } from "../app.ts";
 import { validateConfig } from "../config/load.ts";
 import { createLogger } from "../obs/logger.ts";
-import { startDemoWorld } from "../sim/demo-world.ts";
 import { EXIT_FAILURE, EXIT_OK, reportError, type CliIO } from "./exit.ts";
 import { VERSION } from "./version.ts";
 import { UsageError } from "./config-command.ts";
@@ -90,6 +88,12 @@ async function runDemo(
   o: { events: number; durationMs: number; seed: number; json: boolean },
 ): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), "sf2loki-demo-"));
+  // Loaded here, not at the top: every command shares this module graph, and the daemon needs none
+  // of the simulated org (gRPC server, Avro, protobufjs).
+  const [{ startDemoWorld }, { createApp }] = await Promise.all([
+    import("../sim/demo-world.ts"),
+    import("../app.ts"),
+  ]);
   const world = await startDemoWorld({ seed: o.seed, eventsPerTopic: o.events });
   const stop = new AbortController();
   const onSignal = (): void => {

@@ -2,8 +2,7 @@
 // src/doctor/; this file maps their outcome to the exit code (0 all PASS/WARN/SKIP, 1 any FAIL,
 // 2 config or org selection failed) and prints the table or the JSON line.
 import { Command } from "commander";
-import { runDoctor, type DoctorOutcome } from "../doctor/run.ts";
-import { renderJson, renderTable } from "../doctor/report.ts";
+import type { DoctorOutcome } from "../doctor/run.ts";
 import { UsageError } from "./config-command.ts";
 import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, type CliIO } from "./exit.ts";
 
@@ -32,6 +31,11 @@ export function doctorCommand(io: CliIO, setExit: (code: number) => void): Comma
       };
       process.once("SIGINT", onSignal);
       try {
+        // Loaded on use: the probes pull in every cloud SDK and gRPC, which the daemon loads only as configured.
+        const [{ runDoctor }, { renderJson, renderTable }] = await Promise.all([
+          import("../doctor/run.ts"),
+          import("../doctor/report.ts"),
+        ]);
         const result = await runDoctor({
           configPath: opts.config,
           env: io.env,

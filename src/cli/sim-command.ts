@@ -5,7 +5,6 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Command } from "commander";
 import { stringify } from "yaml";
-import { startDemoWorld } from "../sim/demo-world.ts";
 import { EXIT_OK, type CliIO } from "./exit.ts";
 import { positiveInt } from "./demo-command.ts";
 
@@ -30,6 +29,8 @@ export function simCommand(io: CliIO, setExit: (code: number) => void): Command 
     .option("--elf-rows <n>", "rows per EventLogFile (one file per type and day)", "2000")
     .action(async (opts: SimOptions) => {
       const rows = positiveInt(opts.elfRows, "--elf-rows");
+      // Loaded on use: the daemon shares this module graph and needs none of the simulated org.
+      const { startDemoWorld } = await import("../sim/demo-world.ts");
       const world = await startDemoWorld({
         seed: positiveInt(opts.seed, "--seed"),
         eventsPerTopic: positiveInt(opts.events, "--events"),

@@ -6,8 +6,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Meter } from "@opentelemetry/api";
 import { MeterProvider, PeriodicExportingMetricReader, type MetricReader } from "@opentelemetry/sdk-metrics";
 import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
-import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
+import { LazyOtlpExporter } from "./lazy-otlp.ts";
 
 export interface TelemetrySettings {
   enabled: boolean;
@@ -35,7 +35,7 @@ export function createMetrics(opts: {
   if (t?.enabled) {
     readers.push(
       new PeriodicExportingMetricReader({
-        exporter: new OTLPMetricExporter({ url: t.endpoint, headers: { ...opts.otlpHeaders, ...t.headers } }),
+        exporter: new LazyOtlpExporter(t.endpoint, { ...opts.otlpHeaders, ...t.headers }),
         exportIntervalMillis: t.export_interval,
       }),
     );

@@ -6,20 +6,14 @@ import { systemClock, type Clock } from "../../util/clock.ts";
 import { retry } from "../../util/retry.ts";
 import { silentLogger, type Logger } from "../../obs/logger.ts";
 import type { TokenSource } from "../../salesforce/auth.ts";
-import { PubSubClient, type PubSubSubscriber } from "../../salesforce/pubsub/client.ts";
+import type { PubSubSubscriber } from "../../salesforce/pubsub/client.ts";
 import type { CheckpointReader, Source } from "../source.ts";
 import { categoryOfTopic } from "../overlap.ts";
 import { Bridge } from "./bridge.ts";
 import { DescribeGlobalDiscoverer, type TopicDiscoverer } from "./discovery.ts";
 import type { OrgIdentity, PayloadTransform, PubSubSettings } from "./settings.ts";
-import {
-  RECONNECT_BASE_MS,
-  RECONNECT_CAP_MS,
-  TopicTask,
-  stopped,
-  type SourceInstruments,
-  type TopicTaskContext,
-} from "./task.ts";
+import { RECONNECT_BASE_MS, RECONNECT_CAP_MS, stopped } from "./backoff.ts";
+import type { SourceInstruments, TopicTaskContext } from "./task.ts";
 import { filterTopics, hasWildcard } from "./topics.ts";
 
 export type { PubSubSettings, OrgIdentity, PayloadTransform } from "./settings.ts";
@@ -113,6 +107,12 @@ export class PubSubSource implements Source {
     const signal = AbortSignal.any([outer, stop.signal]);
     // A fresh bridge per run: charges of entries that died with an old run cannot leak (#92).
     const bridge = new Bridge(this.#o.bridgeMaxEntries ?? BRIDGE_MAX_ENTRIES, s.bridge_max_bytes);
+    // The gRPC client, Avro and the topic task load with the first run, not at startup (~25 MiB of
+    // RSS a daemon without Pub/Sub topics never pays).
+    const [{ TopicTask }, { PubSubClient }] = await Promise.all([
+      import("./task.ts"),
+      import("../../salesforce/pubsub/client.ts"),
+    ]);
     const ownClient = this.#o.client === undefined;
     const client =
       this.#o.client ??

@@ -19,9 +19,9 @@ import { routeFields } from "../shaping/metadata.ts";
 import { shouldKeep } from "../shaping/sample.ts";
 import { pickTimestamp } from "../shaping/timestamp.ts";
 import { eventTypeOf } from "./topics.ts";
+import { RECONNECT_BASE_MS, RECONNECT_CAP_MS, jittered, stopped } from "./backoff.ts";
 
-export const RECONNECT_BASE_MS = 1_000;
-export const RECONNECT_CAP_MS = 30_000;
+export { RECONNECT_BASE_MS, RECONNECT_CAP_MS, jittered, stopped } from "./backoff.ts";
 
 export interface SourceInstruments {
   streamUp: Gauge;
@@ -44,16 +44,6 @@ export interface TopicTaskContext {
   metadataFields: readonly string[];
   transform: PayloadTransform | undefined;
   signal: AbortSignal;
-}
-
-/** Reads the flag afresh (TS narrows `signal.aborted` across awaits as if it could not change). */
-export function stopped(signal: AbortSignal): boolean {
-  return signal.aborted;
-}
-
-/** Backoff plus U(0, backoff/2) jitter. */
-export function jittered(backoffMs: number, clock: Clock): number {
-  return backoffMs + clock.random() * (backoffMs / 2);
 }
 
 export class TopicTask {
