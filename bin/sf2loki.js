@@ -2,7 +2,25 @@
 // In a source checkout, run the TypeScript directly (Node >= 22.18 strips types), so `npx sf2loki`
 // never runs a stale build; an installed package has no src/ and runs the compiled dist/.
 import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 
 const src = new URL("../src/cli/main.ts", import.meta.url);
 const inCheckout = existsSync(src) && !import.meta.url.includes("/node_modules/");
-await import(inCheckout ? src.href : new URL("../dist/cli/main.js", import.meta.url).href);
+const from = (path) => new URL(inCheckout ? `../src/${path}.ts` : `../dist/${path}.js`, import.meta.url).href;
+
+// The daemon's V8 flags (src/v8-flags.ts, docs/capacity.md) size the heap; they only take effect when
+// V8 starts, so this process replaces itself (same pid, no parent left behind) with one that has them.
+// Skipped when the operator set either flag, SF2LOKI_V8_FLAGS=0, or on a Node without process.execve.
+const { missingV8Flags } = await import(from("v8-flags"));
+const missing = missingV8Flags(process.execArgv, process.env);
+if (missing.length > 0 && typeof process.execve === "function") {
+  const self = fileURLToPath(import.meta.url);
+  process.execve(process.execPath, [
+    process.execPath,
+    ...missing,
+    ...process.execArgv,
+    self,
+    ...process.argv.slice(2),
+  ]);
+}
+await import(from("cli/main"));
