@@ -1,0 +1,121 @@
+// The daemon's memory model (docs/capacity.md): peak RSS as a function of the config, so an operator
+// can size a pod's memory limit from the numbers they set. Every term is a bound the code enforces
+// (queue entries and bytes, batch size, the commit window, the sources' buffers) times what such
+// data costs in memory, plus the V8 young generation and heap growth the daemon's flags allow
+// (src/v8-flags.ts), plus a measured baseline. The stalled-Loki test holds a running daemon to it.
+import type { Config } from "./config/schema.ts";
+import { resolvedOrgs } from "./config/orgs.ts";
+
+const MIB = 2 ** 20;
+
+/**
+ * RSS of an idle daemon started from the compiled build with the daemon's V8 flags: Node itself
+ * (~42 MiB), the modules a file-store config loads, undici's pool and the OpenTelemetry SDK.
+ * Measured with `node bench/startup-rss.ts --dist` (bench/README.md), rounded up.
+ */
+export const BASELINE_MIB = 105;
+/** Node's TypeScript stripper, loaded when the daemon runs from a source checkout (bin/sf2loki.js). */
+export const TYPE_STRIPPING_MIB = 35;
+/** The young generation: two semi-spaces of --max-semi-space-size=16. */
+export const YOUNG_GENERATION_MIB = 32;
+/** --heap-growing-percent=25: the old generation grows to live x 1.25 before the next full GC. */
+export const HEAP_GROWTH = 1.25;
+/**
+ * Heap bytes per byte of queue cost (spec B §2.5: line bytes + 64 + labels + metadata + checkpoint):
+ * the line as a V8 string (two bytes a character once it holds any non-Latin-1 character), the entry
+ * object, its BigInt timestamp and metadata object. 2 covers the two-byte case.
+ */
+export const HEAP_PER_COST_BYTE = 2;
+/** A network chunk of an EventLogFile body, as rows and entries in flight inside the source. */
+const ELF_CHUNK_BYTES = 64 * 1024;
+/** Batches of rows the ELF source buffers between its workers and the pipeline (BRIDGE_CAPACITY). */
+const ELF_BRIDGE_CHUNKS = 2;
+/** Entries the Pub/Sub bridge holds per org (BRIDGE_MAX_ENTRIES). */
+const PUBSUB_BRIDGE_ENTRIES = 1000;
+/** Records in one SOQL page (Salesforce's default batch for a query). */
+const SOQL_PAGE_RECORDS = 2000;
+
+export interface MemoryModelOptions {
+  /**
+   * Typical queue cost of one entry in bytes (line + 64 + labels + metadata + checkpoint): ~1 KiB
+   * for EventLogFile rows and most Pub/Sub events. The queue byte budgets cap the worst case anyway.
+   */
+  entryBytes?: number;
+  /** The daemon runs from TypeScript sources (adds TYPE_STRIPPING_MIB). */
+  fromSource?: boolean;
+}
+
+/** Each term in MiB; `total_mib` is the predicted peak RSS. */
+export interface MemoryModel {
+  baseline_mib: number;
+  young_generation_mib: number;
+  /** Live data the bounds allow: queues, batches, the commit window and the sources' buffers. */
+  live_mib: number;
+  /** live x HEAP_GROWTH: the old generation's size at its peak between two full GCs. */
+  old_generation_mib: number;
+  /** Encoded push bodies (protobuf and snappy output) outside the JS heap. */
+  external_mib: number;
+  total_mib: number;
+  /** live_mib by where it sits. */
+  live_by_part: Record<string, number>;
+}
+
+export function memoryModel(config: Config, opts: MemoryModelOptions = {}): MemoryModel {
+  const entry = opts.entryBytes ?? 1024;
+  const b = config.sink.loki.batch;
+  const orgs = resolvedOrgs(config);
+  const parts: Record<string, number> = {};
+  const add = (part: string, bytes: number): void => {
+    parts[part] = (parts[part] ?? 0) + bytes * HEAP_PER_COST_BYTE;
+  };
+
+  const streaming = orgs.some((o) => o.sources.pubsub.enabled && o.sources.pubsub.topics.length > 0);
+  const bulk = orgs.some(
+    (o) => o.sources.eventlogfile.enabled || o.sources.eventlog_objects.enabled || o.sources.apexlog.enabled,
+  );
+  const lanes = (streaming ? 1 : 0) + (bulk ? 1 : 0);
+  // A lane's queue stops at whichever bound binds first; one entry may overshoot the byte budget.
+  const byEntries = b.queue_maxsize * entry;
+  const queue = b.queue_max_bytes > 0 ? Math.min(byEntries, b.queue_max_bytes + entry) : byEntries;
+  // A batch closes at max_entries or once max_bytes is reached (the entry that crosses it included).
+  const batch = Math.min(b.max_entries * entry, b.max_bytes + entry);
+  add("lane queues", lanes * queue);
+  // Alive per lane: max_in_flight batches in the commit window, one waiting for a slot, one building.
+  add("batches", lanes * (b.max_in_flight + 2) * batch);
+  // Each push in flight holds its protobuf body and its snappy output until the response.
+  const external = lanes * b.max_in_flight * 2 * batch;
+
+  for (const org of orgs) {
+    const s = org.sources;
+    if (s.pubsub.enabled && s.pubsub.topics.length > 0) {
+      const bridge = PUBSUB_BRIDGE_ENTRIES * entry;
+      add(
+        "pubsub bridge",
+        s.pubsub.bridge_max_bytes > 0 ? Math.min(bridge, s.pubsub.bridge_max_bytes) : bridge,
+      );
+      // Flow-control credit: events the server may send per topic before the next fetch.
+      add("pubsub credit", s.pubsub.topics.length * s.pubsub.default_num_requested * entry);
+    }
+    if (s.eventlogfile.enabled) {
+      // Each download worker holds one network chunk as rows and entries; the bridge holds two more.
+      add("eventlogfile", (s.eventlogfile.concurrency + ELF_BRIDGE_CHUNKS) * ELF_CHUNK_BYTES * 2);
+    }
+    if (s.eventlog_objects.enabled) add("eventlog_objects", SOQL_PAGE_RECORDS * entry * 2);
+    // One body at a time, as received bytes and as the decoded string.
+    if (s.apexlog.enabled) add("apexlog", s.apexlog.max_body_bytes * 2);
+  }
+
+  const live = Object.values(parts).reduce((n, v) => n + v, 0);
+  const baseline = BASELINE_MIB + (opts.fromSource ? TYPE_STRIPPING_MIB : 0);
+  const round = (bytes: number): number => Math.round((bytes / MIB) * 10) / 10;
+  const total = baseline + YOUNG_GENERATION_MIB + round(live * HEAP_GROWTH) + round(external);
+  return {
+    baseline_mib: baseline,
+    young_generation_mib: YOUNG_GENERATION_MIB,
+    live_mib: round(live),
+    old_generation_mib: round(live * HEAP_GROWTH),
+    external_mib: round(external),
+    total_mib: Math.round(total * 10) / 10,
+    live_by_part: Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, round(v)])),
+  };
+}
