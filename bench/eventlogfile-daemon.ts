@@ -5,22 +5,27 @@
 // daemon's alone. The receiver decodes every push with the same decoder the test receiver uses and
 // counts distinct REQUEST_IDs, so a run that loses or repeats a row is an error, not a figure.
 //
-// Usage: node bench/eventlogfile-daemon.ts               250 000 and 1 000 000 rows, fresh process each
+// Usage: node bench/eventlogfile-daemon.ts [sizes...]    250 000 and 1 000 000 rows (or the sizes given,
+//                                                       e.g. 250000 1000000 5000000), fresh process each
 //        node bench/eventlogfile-daemon.ts --run <rows>  one measurement, JSON on stdout
+// Each size runs with the V8 flags bin/sf2loki.js gives the daemon (DAEMON_V8_FLAGS) and without any,
+// so the JSON shows what the flags buy. Prints one JSON line.
+//
+// The measured process imports only what a daemon imports (the org and receiver code loads in the
+// helper roles), but it runs the TypeScript sources: Node's type stripper adds ~30 MiB of RSS that the
+// compiled image (dist/) does not carry; `baseline_rss_mib` is the process before the run.
 import { mib, startMeasure } from "./measure.ts";
 import { fork, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createApp } from "../src/app.ts";
 import { validateConfig } from "../src/config/load.ts";
 import type { Config } from "../src/config/schema.ts";
-import { simSalesforceConfig } from "../src/sim/demo-polling.ts";
-import { decodePushBody } from "../src/sim/loki-decode.ts";
-import { startSimOrg } from "../src/sim/salesforce/index.ts";
+import { DAEMON_V8_FLAGS } from "../src/v8-flags.ts";
 
 const HERE = fileURLToPath(import.meta.url);
 const SECRET = "bench-secret";
@@ -30,6 +35,12 @@ export interface DaemonDrainFigures {
   seconds: number;
   peak_rss_mib: number;
   cpu_seconds: number;
+  /** CPU seconds over wall seconds: near 1 means the drain never waited idle (one core's worth). */
+  cpu_over_wall: number;
+  /** RSS of the process after its imports, before the run started. */
+  baseline_rss_mib: number;
+  /** The 1-minute load average at the end: above the core count, distrust the wall time. */
+  load_avg_1m: number;
   /** RSS at a quarter, half, three quarters and the end of the run's wall time: flat is the goal. */
   rss_mib_by_quarter: number[];
   pushes: number;
@@ -57,6 +68,10 @@ async function child(args: string[]): Promise<{ child: ChildProcess; ready: unkn
 
 /** The simulated org holding one API file of `rows` rows, created 10 minutes ago (past the settle window). */
 async function serveOrg(rows: number): Promise<void> {
+  const [{ startSimOrg }, { simSalesforceConfig }] = await Promise.all([
+    import("../src/sim/salesforce/index.ts"),
+    import("../src/sim/demo-polling.ts"),
+  ]);
   const org = await startSimOrg({ clientSecret: SECRET, polling: { eventLogFiles: { API: { rows } } } });
   process.send?.({ salesforce: simSalesforceConfig(org, SECRET) });
   process.once("disconnect", () => {
@@ -75,6 +90,7 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
  * (`sim-API-<n>`, n < rows: one bit each).
  */
 async function serveReceiver(rows: number): Promise<void> {
+  const { decodePushBody } = await import("../src/sim/loki-decode.ts");
   const seen = new Uint8Array(rows);
   const stats: ReceiverStats = { entries: 0, unique: 0, pushes: 0 };
   const server = createServer((req, res) => {
@@ -158,6 +174,7 @@ export async function benchEventLogFileDaemon(rows: number): Promise<DaemonDrain
   const { config } = rig;
   try {
     const app = createApp(config, { pollOnce: true, noHealthServer: true });
+    const baseline = process.memoryUsage.rss();
     const measure = startMeasure();
     await app.run(new AbortController().signal);
     const { seconds, cpu_seconds, peak_rss_mib, rssSamples: samples } = measure.stop();
@@ -172,6 +189,9 @@ export async function benchEventLogFileDaemon(rows: number): Promise<DaemonDrain
       seconds: Math.round(seconds * 100) / 100,
       peak_rss_mib,
       cpu_seconds,
+      cpu_over_wall: Math.round((cpu_seconds / seconds) * 100) / 100,
+      baseline_rss_mib: mib(baseline),
+      load_avg_1m: Math.round(loadavg()[0]! * 100) / 100,
       rss_mib_by_quarter: [1, 2, 3, 4].map((q) => quarter(q === 4 ? 3.99 : q)),
       pushes: got.pushes,
     };
@@ -198,13 +218,14 @@ if (process.argv[1] === HERE) {
     console.log(JSON.stringify(await benchEventLogFileDaemon(Number(arg))));
     process.exit(0);
   } else {
+    const sizes = process.argv.slice(2).map(Number);
     const results: Record<string, DaemonDrainFigures> = {};
-    for (const rows of [250_000, 1_000_000]) {
-      results[`${rows}`] = await daemonRunInChild(rows);
-      results[`${rows} --max-semi-space-size=16`] = await daemonRunInChild(rows, [
-        "--max-semi-space-size=16",
-      ]);
+    for (const rows of sizes.length > 0 ? sizes : [250_000, 1_000_000]) {
+      results[`${rows} daemon flags`] = await daemonRunInChild(rows, [...DAEMON_V8_FLAGS]);
+      results[`${rows} no flags`] = await daemonRunInChild(rows);
     }
-    console.log(JSON.stringify({ bench: "eventlogfile_daemon_drain", results }, null, 2));
+    console.log(
+      JSON.stringify({ bench: "eventlogfile_daemon_drain", daemon_v8_flags: DAEMON_V8_FLAGS, results }),
+    );
   }
 }
