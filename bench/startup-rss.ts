@@ -4,7 +4,10 @@
 // every 100 ms for `seconds`; VmHWM is its peak. What it shows: the baseline the memory model of
 // docs/capacity.md adds to the data path, and that a config loads only the SDKs it names.
 //
-// Usage: node bench/startup-rss.ts [seconds=8]     one JSON line on stdout
+// Usage: node bench/startup-rss.ts [seconds=8] [--dist]     one JSON line on stdout
+//   --dist: run the compiled build (`npm run build` first) with the daemon's V8 flags, as the image
+//           does; without it, bin/sf2loki.js on the TypeScript sources (+~30 MiB of type stripping).
+// `idle_file_store` is the baseline of docs/capacity.md: an EventLogFile source with nothing to fetch.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -12,9 +15,13 @@ import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { stringify } from "yaml";
 import { startDemoWorld } from "../src/sim/demo-world.ts";
+import { DAEMON_V8_FLAGS } from "../src/v8-flags.ts";
 import { S3Emulator } from "../test/support/s3-emulator.ts";
 
-const BIN = new URL("../bin/sf2loki.js", import.meta.url).pathname;
+const DIST = process.argv.includes("--dist");
+const ENTRY = DIST
+  ? [...DAEMON_V8_FLAGS, new URL("../dist/cli/main.js", import.meta.url).pathname]
+  : [new URL("../bin/sf2loki.js", import.meta.url).pathname];
 
 interface StartupFigures {
   /** VmRSS at 1 s, 2 s, ... after spawn. */
@@ -37,7 +44,7 @@ async function measure(
   const dir = mkdtempSync(join(tmpdir(), "sf2loki-startup-"));
   const file = join(dir, "config.yaml");
   writeFileSync(file, stringify(config));
-  const child = spawn(process.execPath, [BIN, "--config", file], {
+  const child = spawn(process.execPath, [...ENTRY, "--config", file], {
     stdio: ["ignore", "ignore", "inherit"],
     env: { ...process.env, ...env },
   });
@@ -60,7 +67,7 @@ async function measure(
   }
 }
 
-const seconds = Number(process.argv[2] ?? 8);
+const seconds = Number(process.argv.slice(2).find((a) => !a.startsWith("--")) ?? 8);
 const world = await startDemoWorld({ eventsPerTopic: 2000 });
 const s3 = new S3Emulator({ buckets: ["state-bucket"] });
 const s3Url = await s3.start();
@@ -76,7 +83,9 @@ try {
     AWS_SECRET_ACCESS_KEY: "test",
     AWS_EC2_METADATA_DISABLED: "true",
   };
+  const idle = { ...demo, sources: { eventlogfile: { enabled: true, event_types: ["Report"] } } };
   const results = {
+    idle_file_store: await measure(idle, seconds, {}),
     demo_file_store: await measure(demo, seconds, {}),
     demo_s3_store: await measure(onS3, seconds, s3Env),
   };
@@ -84,6 +93,7 @@ try {
     JSON.stringify({
       bench: "startup_rss",
       node: process.version,
+      entry: DIST ? "dist" : "bin (TypeScript sources)",
       load_avg: loadavg().map((l) => Math.round(l * 100) / 100),
       results,
     }),

@@ -13,7 +13,19 @@ const MIB = 2 ** 20;
  * (~42 MiB), the modules a file-store config loads, undici's pool and the OpenTelemetry SDK.
  * Measured with `node bench/startup-rss.ts --dist` (bench/README.md), rounded up.
  */
-export const BASELINE_MIB = 105;
+export const BASELINE_MIB = 110;
+/**
+ * Libraries a config loads on first use (RSS of importing each into a bare Node, rounded up): the
+ * baseline config needs none of them.
+ */
+export const MODULE_MIB = {
+  pubsub: 25, // @grpc/grpc-js, @grpc/proto-loader, avsc
+  s3: 36, // @aws-sdk/client-s3
+  gcs: 37, // @google-cloud/storage
+  azure: 42, // @azure/storage-blob (+ @azure/identity with credential: default)
+  k8s: 86, // @kubernetes/client-node
+  otlp: 10, // @opentelemetry/exporter-metrics-otlp-proto over the SDK already loaded
+} as const;
 /** Node's TypeScript stripper, loaded when the daemon runs from a source checkout (bin/sf2loki.js). */
 export const TYPE_STRIPPING_MIB = 35;
 /** The young generation: two semi-spaces of --max-semi-space-size=16. */
@@ -48,6 +60,8 @@ export interface MemoryModelOptions {
 /** Each term in MiB; `total_mib` is the predicted peak RSS. */
 export interface MemoryModel {
   baseline_mib: number;
+  /** Libraries the config loads on use (MODULE_MIB), by name. */
+  modules_mib: number;
   young_generation_mib: number;
   /** Live data the bounds allow: queues, batches, the commit window and the sources' buffers. */
   live_mib: number;
@@ -105,12 +119,15 @@ export function memoryModel(config: Config, opts: MemoryModelOptions = {}): Memo
     if (s.apexlog.enabled) add("apexlog", s.apexlog.max_body_bytes * 2);
   }
 
+  const modules = loadedModules(config);
+  const modulesMib = modules.reduce((n, m) => n + MODULE_MIB[m], 0);
   const live = Object.values(parts).reduce((n, v) => n + v, 0);
   const baseline = BASELINE_MIB + (opts.fromSource ? TYPE_STRIPPING_MIB : 0);
   const round = (bytes: number): number => Math.round((bytes / MIB) * 10) / 10;
-  const total = baseline + YOUNG_GENERATION_MIB + round(live * HEAP_GROWTH) + round(external);
+  const total = baseline + modulesMib + YOUNG_GENERATION_MIB + round(live * HEAP_GROWTH) + round(external);
   return {
     baseline_mib: baseline,
+    modules_mib: modulesMib,
     young_generation_mib: YOUNG_GENERATION_MIB,
     live_mib: round(live),
     old_generation_mib: round(live * HEAP_GROWTH),
@@ -118,4 +135,20 @@ export function memoryModel(config: Config, opts: MemoryModelOptions = {}): Memo
     total_mib: Math.round(total * 10) / 10,
     live_by_part: Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, round(v)])),
   };
+}
+
+function loadedModules(config: Config): (keyof typeof MODULE_MIB)[] {
+  const out = new Set<keyof typeof MODULE_MIB>();
+  if (resolvedOrgs(config).some((o) => o.sources.pubsub.enabled && o.sources.pubsub.topics.length > 0)) {
+    out.add("pubsub");
+  }
+  const store = config.state.store;
+  if (store === "s3" || store === "gcs" || store === "azure") out.add(store);
+  const lease = config.coordinate.type;
+  if (lease === "s3_lease") out.add("s3");
+  if (lease === "gcs_lease") out.add("gcs");
+  if (lease === "azure_lease") out.add("azure");
+  if (lease === "k8s_lease") out.add("k8s");
+  if (config.service.telemetry.enabled) out.add("otlp");
+  return [...out];
 }
