@@ -39,6 +39,9 @@ COPY --from=build /src/dist ./dist
 COPY bin ./bin
 COPY proto ./proto
 RUN ln -s /app/bin/sf2loki.js /usr/local/bin/sf2loki
+# bin/sf2loki.js re-execs itself with the daemon's V8 flags (--max-semi-space-size=16
+# --heap-growing-percent=25; docs/capacity.md). Set SF2LOKI_V8_FLAGS=0, or either flag in NODE_OPTIONS,
+# to run with your own.
 ENV NODE_ENV=production
 USER 10001:10001
 # State lives on a volume; with a read-only root file system mount one at /tmp too.
