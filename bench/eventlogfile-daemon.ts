@@ -224,8 +224,23 @@ if (process.argv[1] === HERE) {
       results[`${rows} daemon flags`] = await daemonRunInChild(rows, [...DAEMON_V8_FLAGS]);
       results[`${rows} no flags`] = await daemonRunInChild(rows);
     }
+    // Also flat (`flags_1000000_peak_rss_mib`, `none_250000_cpu_seconds`, ...) for bench/run.ts, which
+    // reads top-level numeric fields.
+    const flat: Record<string, number> = {};
+    for (const [label, figures] of Object.entries(results)) {
+      const [rows, variant] = label.split(" ");
+      for (const [field, value] of Object.entries(figures)) {
+        if (typeof value === "number")
+          flat[`${variant === "daemon" ? "flags" : "none"}_${rows}_${field}`] = value;
+      }
+    }
     console.log(
-      JSON.stringify({ bench: "eventlogfile_daemon_drain", daemon_v8_flags: DAEMON_V8_FLAGS, results }),
+      JSON.stringify({
+        bench: "eventlogfile_daemon_drain",
+        daemon_v8_flags: DAEMON_V8_FLAGS,
+        ...flat,
+        results,
+      }),
     );
   }
 }

@@ -95,6 +95,13 @@ try {
       node: process.version,
       entry: DIST ? "dist" : "bin (TypeScript sources)",
       load_avg: loadavg().map((l) => Math.round(l * 100) / 100),
+      // Flat for bench/run.ts (top-level numeric fields): `idle_file_store_rss_end_mib`, ...
+      ...Object.fromEntries(
+        Object.entries(results).flatMap(([name, r]) => [
+          [`${name}_rss_end_mib`, r.rss_end_mib],
+          [`${name}_peak_rss_mib`, r.peak_rss_mib],
+        ]),
+      ),
       results,
     }),
   );
