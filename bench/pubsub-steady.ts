@@ -96,7 +96,11 @@ async function serveReceiver(): Promise<void> {
 }
 
 async function ask<T>(proc: ChildProcess): Promise<T> {
-  const reply = new Promise<T>((resolve) => proc.once("message", (m) => { resolve(m as T); }));
+  const reply = new Promise<T>((resolve) =>
+    proc.once("message", (m) => {
+      resolve(m as T);
+    }),
+  );
   proc.send("stats");
   return reply;
 }
