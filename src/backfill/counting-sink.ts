@@ -1,6 +1,6 @@
 // The summary's numbers, measured where they happen: a decorator over the daemon's own sink that
 // counts what Loki accepted and what it refused for good. It changes nothing about the push.
-import { PermanentSinkError, type PushResult, type Sink } from "../sinks/sink.ts";
+import { PermanentSinkError, type DropListener, type PushResult, type Sink } from "../sinks/sink.ts";
 import type { Batch } from "../model.ts";
 
 export class CountingSink implements Sink {
@@ -13,11 +13,11 @@ export class CountingSink implements Sink {
     this.#inner = inner;
   }
 
-  async push(batch: Batch, signal?: AbortSignal): Promise<PushResult> {
+  async push(batch: Batch, signal?: AbortSignal, onDropped?: DropListener): Promise<PushResult> {
     const real = batch.filter((e) => !e.checkpointOnly);
     let result: PushResult;
     try {
-      result = await this.#inner.push(batch, signal);
+      result = await this.#inner.push(batch, signal, onDropped);
     } catch (err) {
       if (err instanceof PermanentSinkError) this.rowsDropped += real.length;
       throw err;

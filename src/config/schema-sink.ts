@@ -1,6 +1,7 @@
 // `sink.loki:` — where the lines go and how they are batched (spec B §2, §4, §5.7, §9).
 import { z } from "zod";
 import {
+  bool,
   duration,
   float,
   int,
@@ -48,6 +49,48 @@ const egress = section(
   "Egress governor, one per Loki destination: rate caps delay pushes (the streaming lane first), the daily budget pauses or drops (docs/egress.md).",
 );
 
+// Loki's own `limits_config` names and defaults (pkg/validation/limits.go); sizes in bytes.
+const limits = section(
+  z.strictObject({
+    enabled: bool(
+      true,
+      "Check entries against these limits before pushing; what would be refused is dropped at once (with its reason) instead of sent.",
+    ),
+    reject_old_samples: bool(true, "Loki refuses entries older than reject_old_samples_max_age."),
+    reject_old_samples_max_age: duration("168h", "Loki's maximum entry age (default 1 week)."),
+    creation_grace_period: duration("10m", "How far into the future Loki accepts an entry's timestamp."),
+    max_line_size: int(
+      262_144,
+      "Loki's maximum line size in bytes (256KB); 0 = none. Checked after batch.max_line_bytes truncation, so it bites only when that cap is 0 or larger.",
+      { min: 0 },
+    ),
+    max_line_size_truncate: bool(
+      false,
+      "Loki truncates long lines instead of refusing them (then max_line_size refuses nothing).",
+    ),
+    max_structured_metadata_size: int(
+      65_536,
+      "Loki's structured metadata bytes per entry (64KB, names + values); 0 = none.",
+      {
+        min: 0,
+      },
+    ),
+    max_structured_metadata_entries_count: int(
+      128,
+      "Loki's structured metadata fields per entry; 0 = none.",
+      {
+        min: 0,
+      },
+    ),
+    max_label_names_per_series: int(15, "Loki's label names per stream (service_name not counted).", {
+      min: 1,
+    }),
+    max_label_name_length: int(1024, "Loki's label name length in bytes.", { min: 1 }),
+    max_label_value_length: int(2048, "Loki's label value length in bytes.", { min: 1 }),
+  }),
+  "The receiving Loki's limits_config: copy its values here (docs/egress.md, Loki's limits).",
+);
+
 const loki = section(
   z.strictObject({
     url: meta(z.string().min(1, "must not be empty"), {
@@ -78,6 +121,7 @@ const loki = section(
     ),
     batch,
     egress,
+    limits,
   }),
   "Grafana Loki.",
 );

@@ -6,7 +6,7 @@
 import type { Meter } from "@opentelemetry/api";
 import type { Batch } from "../model.ts";
 import type { Logger } from "../obs/logger.ts";
-import type { PushResult, Sink } from "../sinks/sink.ts";
+import type { DropListener, PushResult, Sink } from "../sinks/sink.ts";
 import type { CheckpointStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { BUDGET_KEY, DailyBudget } from "./budget.ts";
@@ -80,7 +80,7 @@ export class GovernedSink implements Sink {
     });
   }
 
-  async push(batch: Batch, signal?: AbortSignal): Promise<PushResult> {
+  async push(batch: Batch, signal?: AbortSignal, onDropped?: DropListener): Promise<PushResult> {
     let lines = 0;
     let bytes = 0;
     for (const e of batch) {
@@ -88,7 +88,7 @@ export class GovernedSink implements Sink {
       lines++;
       bytes += e.lineBytes;
     }
-    if (lines === 0) return this.#inner.push(batch, signal);
+    if (lines === 0) return this.#inner.push(batch, signal, onDropped);
     const budget = this.#budget;
     if (budget?.wouldExceed(bytes)) {
       if (this.settings.budget_action === "drop") return this.#drop(batch, budget);
@@ -98,7 +98,7 @@ export class GovernedSink implements Sink {
     let accepted = 0;
     try {
       if (this.#gate) await this.#rate(lines, bytes, laneOfBatch(batch), signal);
-      const result = await this.#inner.push(batch, signal);
+      const result = await this.#inner.push(batch, signal, onDropped);
       accepted = bytes - droppedBytes(result);
       return result;
     } finally {

@@ -5,7 +5,14 @@
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../obs/logger.ts";
 import { retry, type RetryPolicy } from "../util/retry.ts";
-import { PermanentSinkError, RetryableSinkError, type PushResult, type Sink } from "../sinks/sink.ts";
+import type { LogEntry } from "../model.ts";
+import {
+  PermanentSinkError,
+  RetryableSinkError,
+  type DroppedEntries,
+  type PushResult,
+  type Sink,
+} from "../sinks/sink.ts";
 import { describeError } from "../errors.ts";
 import type { PendingBatch } from "./batch.ts";
 import { countDropped } from "./drops.ts";
@@ -40,6 +47,22 @@ export interface PushDeps {
 
 export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<PushOutcome> {
   const { sink, clock, metrics, logger } = deps;
+  // Drops are counted the moment the sink reports them (a push isolating refused entries can take
+  // a while), once per entry however often a retried push reports the same entry again.
+  const counted = new Set<LogEntry>();
+  const countOnce = (group: DroppedEntries): void => {
+    const fresh = group.entries.filter((e) => !counted.has(e));
+    if (fresh.length === 0) return;
+    for (const e of fresh) counted.add(e);
+    countDropped(metrics.dropped, fresh, group.reason);
+    // A budget drop is the operator's choice (budget_action: drop); the governor logs it, rate-limited.
+    if (group.reason === "budget") return;
+    logger.error(
+      { entries: fresh.length, reason: group.reason, detail: group.detail },
+      "Loki refuses some entries of a batch for good; they are dropped and the rest is delivered: " +
+        "see the reason and detail, and match sink.loki.limits to the Loki's limits_config",
+    );
+  };
   let result: PushResult;
   try {
     result = await retry(
@@ -47,7 +70,7 @@ export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<Pu
         deps.onAttempt?.();
         const started = clock.monotonic();
         try {
-          const res = await sink.push(batch.pushView, deps.cancelled);
+          const res = await sink.push(batch.pushView, deps.cancelled, countOnce);
           metrics.pushDuration.record((clock.monotonic() - started) / 1000);
           return res;
         } catch (err) {
@@ -82,7 +105,8 @@ export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<Pu
     if (deps.cancelled.aborted) return "abandoned";
     if (err instanceof PermanentSinkError) {
       batch.failingSince = undefined;
-      countDropped(metrics.dropped, batch.pushView, err.reason);
+      const rest = batch.pushView.filter((e) => !counted.has(e));
+      countDropped(metrics.dropped, rest, err.reason);
       logger.error(
         { entries: batch.pushView.length, reason: err.reason, err: err.message },
         "Loki refused a batch for good; its entries are dropped and the checkpoint moves on: check " +
@@ -96,15 +120,7 @@ export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<Pu
   batch.failingSince = undefined;
   metrics.push.add(1, PUSH_SUCCESS);
   metrics.lastPushSuccess.set(clock.now() / 1000);
-  for (const group of result.dropped) {
-    countDropped(metrics.dropped, group.entries, group.reason);
-    // A budget drop is the operator's choice (budget_action: drop); the governor logs it, rate-limited.
-    if (group.reason === "budget") continue;
-    logger.error(
-      { entries: group.entries.length, reason: group.reason },
-      "Loki refused some entries of a delivered batch for good; they are dropped",
-    );
-  }
+  for (const group of result.dropped) countOnce(group);
   if (logger.isLevelEnabled("debug")) logger.debug({ entries: batch.pushView.length }, "pushed batch");
   return "delivered";
 }

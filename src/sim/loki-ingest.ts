@@ -1,7 +1,21 @@
-// Validates decoded streams like Loki's distributor and stores what passes. Like Loki, acceptance
-// is per entry: valid entries of a request are kept even when others in it are refused.
+// Validates decoded streams like Loki's distributor (and, for the out-of-order window, its
+// ingester) and stores what passes. Like Loki, acceptance is per entry: valid entries of a request
+// are kept even when others in it are refused, and the 400 names the refused ones in Loki's words.
 import type { DecodedStream } from "./loki-decode.ts";
 import { LabelSyntaxError, canonicalLabels, labelSetProblem, parseLabelSelector } from "./loki-labels.ts";
+import {
+  groupedErrors,
+  labelNameTooLong,
+  labelValueTooLong,
+  lineTooLong,
+  metadataTooLarge,
+  metadataTooMany,
+  outOfOrderReport,
+  promLabels,
+  tooManyLabelNames,
+  tooNew,
+  tooOld,
+} from "./loki-messages.ts";
 import type { AcceptedStore, LabelMap } from "./loki-store.ts";
 import type { PoisonRule } from "./loki-faults.ts";
 
@@ -10,6 +24,22 @@ export interface IngestLimits {
   /** Per-stream out-of-order window in ms; undefined accepts any order (Loki's current default). */
   outOfOrderWindowMs: number | undefined;
   poison: PoisonRule | undefined;
+  /** Loki's clock, for the age checks. */
+  nowMs: number;
+  /** `reject_old_samples_max_age`; undefined turns the check off. */
+  rejectOldSamplesMaxAgeMs: number | undefined;
+  /** `creation_grace_period`; undefined turns the check off. */
+  creationGracePeriodMs: number | undefined;
+  maxLabelNamesPerSeries: number;
+  maxLabelNameLength: number;
+  maxLabelValueLength: number;
+  /** 0 disables. */
+  maxStructuredMetadataBytes: number;
+  /** 0 disables. */
+  maxStructuredMetadataEntries: number;
+  /** `-ingester.max-ignored-stream-errors`. */
+  maxIgnoredStreamErrors: number;
+  tenant: string;
 }
 
 export interface IngestResult {
@@ -17,20 +47,48 @@ export interface IngestResult {
   rejected: number;
   /** Worst status among refusals (413 beats 400); 204 when all entries were accepted. */
   status: number;
-  errors: string[];
+  /** The response body Loki would send. */
+  body: string;
 }
 
 function resolveLabels(labels: string | LabelMap): LabelMap {
   return typeof labels === "string" ? parseLabelSelector(labels) : labels;
 }
 
+const utf8 = (s: string): number => Buffer.byteLength(s, "utf8");
+
+/** The distributor's ValidateLabels beyond syntax: names per series, name and value lengths. */
+function labelLimitProblem(labels: LabelMap, raw: string, limits: IngestLimits): string | undefined {
+  const names = Object.keys(labels).sort();
+  const counted = names.length - (names.includes("service_name") ? 1 : 0);
+  if (counted > limits.maxLabelNamesPerSeries) {
+    return tooManyLabelNames(raw, counted, limits.maxLabelNamesPerSeries);
+  }
+  for (const name of names) {
+    if (utf8(name) > limits.maxLabelNameLength) return labelNameTooLong(raw, name);
+    if (utf8(labels[name]!) > limits.maxLabelValueLength) return labelValueTooLong(raw, labels[name]!);
+  }
+  return undefined;
+}
+
 export function ingest(streams: DecodedStream[], store: AcceptedStore, limits: IngestLimits): IngestResult {
-  const result: IngestResult = { accepted: 0, rejected: 0, status: 204, errors: [] };
-  const refuse = (status: number, message: string, count = 1): void => {
+  const result: IngestResult = { accepted: 0, rejected: 0, status: 204, body: "" };
+  const errors: string[] = [];
+  let ingesterReport: string | undefined;
+  const refuse = (status: number, message: string | undefined, count = 1): void => {
     result.rejected += count;
-    result.errors.push(message);
+    if (message !== undefined) errors.push(message);
     if (result.status === 204 || status > result.status) result.status = status;
   };
+  const nowNs = BigInt(Math.floor(limits.nowMs)) * 1_000_000n;
+  const oldestNs =
+    limits.rejectOldSamplesMaxAgeMs === undefined
+      ? undefined
+      : nowNs - BigInt(Math.round(limits.rejectOldSamplesMaxAgeMs)) * 1_000_000n;
+  const newestNs =
+    limits.creationGracePeriodMs === undefined
+      ? undefined
+      : nowNs + BigInt(Math.round(limits.creationGracePeriodMs)) * 1_000_000n;
   const windowNs =
     limits.outOfOrderWindowMs === undefined ? undefined : BigInt(Math.round(limits.outOfOrderWindowMs * 1e6));
   for (const stream of streams) {
@@ -47,38 +105,76 @@ export function ingest(streams: DecodedStream[], store: AcceptedStore, limits: I
       refuse(400, `stream ${canonicalLabels(labels)}: ${problem}`, stream.entries.length);
       continue;
     }
+    const raw = typeof stream.labels === "string" ? stream.labels : promLabels(labels);
+    const labelProblem = labelLimitProblem(labels, raw, limits);
+    if (labelProblem !== undefined) {
+      refuse(400, labelProblem, stream.entries.length);
+      continue;
+    }
     const key = canonicalLabels(labels);
-    const name = typeof stream.labels === "string" ? stream.labels : key;
+    const name = promLabels(labels);
+    const ignored: { ts: bigint; oldest: bigint }[] = [];
     for (const entry of stream.entries) {
-      const lineBytes = Buffer.byteLength(entry.line, "utf8");
-      if (lineBytes > limits.maxLineBytes) {
-        refuse(
-          400,
-          `Max entry size '${limits.maxLineBytes}' bytes exceeded for stream '${name}' while adding an ` +
-            `entry with length '${lineBytes}' bytes`,
-        );
+      const ts = entry.timestampNs;
+      if (oldestNs !== undefined && ts < oldestNs) {
+        refuse(400, tooOld(name, ts, oldestNs));
         continue;
+      }
+      if (newestNs !== undefined && ts > newestNs) {
+        refuse(400, tooNew(name, ts));
+        continue;
+      }
+      const lineBytes = utf8(entry.line);
+      if (limits.maxLineBytes > 0 && lineBytes > limits.maxLineBytes) {
+        refuse(400, lineTooLong(limits.maxLineBytes, name, lineBytes));
+        continue;
+      }
+      const metaNames = Object.keys(entry.metadata);
+      if (metaNames.length > 0) {
+        let metaBytes = 0;
+        for (const k of metaNames) metaBytes += utf8(k) + utf8(entry.metadata[k]!);
+        if (limits.maxStructuredMetadataBytes > 0 && metaBytes > limits.maxStructuredMetadataBytes) {
+          refuse(400, metadataTooLarge(name, metaBytes, limits.maxStructuredMetadataBytes));
+          continue;
+        }
+        if (
+          limits.maxStructuredMetadataEntries > 0 &&
+          metaNames.length > limits.maxStructuredMetadataEntries
+        ) {
+          refuse(400, metadataTooMany(name, metaNames.length, limits.maxStructuredMetadataEntries));
+          continue;
+        }
       }
       if (limits.poison && entry.line.includes(limits.poison.marker)) {
         refuse(
           limits.poison.status,
-          `entry for stream '${name}' at ${entry.timestampNs} contains the poison marker ${JSON.stringify(limits.poison.marker)}`,
+          `entry for stream '${name}' at ${ts} contains the poison marker ${JSON.stringify(limits.poison.marker)}`,
         );
         continue;
       }
       if (windowNs !== undefined) {
         const newest = store.maxTimestamp(labels);
-        if (newest !== undefined && entry.timestampNs < newest - windowNs) {
-          refuse(
-            400,
-            `entry for stream '${name}' has timestamp too old: ${entry.timestampNs}, newest ${newest}`,
-          );
+        if (newest !== undefined && ts < newest - windowNs) {
+          refuse(400, undefined);
+          ignored.push({ ts, oldest: newest - windowNs });
           continue;
         }
       }
-      store.add(labels, entry.timestampNs, entry.line, entry.metadata, key);
+      store.add(labels, ts, entry.line, entry.metadata, key);
       result.accepted++;
     }
+    if (ignored.length > 0) {
+      // Loki's ingester answers with the report of the last stream it refused entries of; the
+      // distributor then returns that error alone.
+      ingesterReport = outOfOrderReport(
+        limits.tenant,
+        name,
+        ignored,
+        stream.entries.length,
+        limits.maxIgnoredStreamErrors,
+      );
+    }
   }
+  result.body = ingesterReport ?? groupedErrors(errors);
   return result;
 }

@@ -7,6 +7,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { BodyDecodeError, decodePushBody } from "./loki-decode.ts";
 import { LokiFaults } from "./loki-faults.ts";
 import { ingest } from "./loki-ingest.ts";
+import { MAX_IGNORED_STREAM_ERRORS } from "./loki-messages.ts";
 import {
   AcceptedStore,
   type AcceptedEntry,
@@ -29,6 +30,24 @@ export interface LokiReceiverOptions {
   maxLineBytes?: number;
   /** Per-stream out-of-order window; off by default, like current Loki. */
   outOfOrderWindowMs?: number;
+  /**
+   * Loki's `reject_old_samples_max_age` in ms (Loki: 168h). Off by default here, because tests push
+   * fixed instants; `sf2loki demo` turns on Loki's defaults.
+   */
+  rejectOldSamplesMaxAgeMs?: number;
+  /** Loki's `creation_grace_period` in ms (Loki: 10m); off by default like the age check. */
+  creationGracePeriodMs?: number;
+  /** Loki's label limits (defaults 15, 1024, 2048). */
+  maxLabelNamesPerSeries?: number;
+  maxLabelNameLength?: number;
+  maxLabelValueLength?: number;
+  /** Loki's structured metadata limits (defaults 64 KiB, 128); 0 disables. */
+  maxStructuredMetadataBytes?: number;
+  maxStructuredMetadataEntries?: number;
+  /** Entries an out-of-order report lists (Loki's `-ingester.max-ignored-stream-errors`, 10). */
+  maxIgnoredStreamErrors?: number;
+  /** Loki's clock for the age checks, ms since the epoch; Date.now by default. */
+  now?: () => number;
   /** Waits used for latency injection; real timers by default (benchmarks want real latency). */
   sleep?: (ms: number) => Promise<void>;
   /** How many request records `requests` keeps (oldest dropped). */
@@ -132,10 +151,21 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
         req.headers["content-encoding"],
         maxBodyBytes,
       );
+      const tenant = req.headers["x-scope-orgid"];
       result = ingest(streams, store, {
         maxLineBytes,
         outOfOrderWindowMs: opts.outOfOrderWindowMs,
         poison: faults.poison,
+        nowMs: (opts.now ?? Date.now)(),
+        rejectOldSamplesMaxAgeMs: opts.rejectOldSamplesMaxAgeMs,
+        creationGracePeriodMs: opts.creationGracePeriodMs,
+        maxLabelNamesPerSeries: opts.maxLabelNamesPerSeries ?? 15,
+        maxLabelNameLength: opts.maxLabelNameLength ?? 1024,
+        maxLabelValueLength: opts.maxLabelValueLength ?? 2048,
+        maxStructuredMetadataBytes: opts.maxStructuredMetadataBytes ?? 65_536,
+        maxStructuredMetadataEntries: opts.maxStructuredMetadataEntries ?? 128,
+        maxIgnoredStreamErrors: opts.maxIgnoredStreamErrors ?? MAX_IGNORED_STREAM_ERRORS,
+        tenant: typeof tenant === "string" && tenant !== "" ? tenant : "fake",
       });
     } catch (err) {
       if (!(err instanceof BodyDecodeError)) throw err;
@@ -145,7 +175,8 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
     }
     counts.rejected += result.rejected;
     record({ ...base, status: result.status, accepted: result.accepted, rejected: result.rejected });
-    send(res, result.status, result.errors.slice(0, 10).join("\n"));
+    // Loki's push handler answers with http.Error: the message plus a newline.
+    send(res, result.status, result.status === 204 ? "" : `${result.body}\n`);
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -5,7 +5,11 @@ import { Sf2LokiError } from "../errors.ts";
 /** Entries the sink gave up on for good (isolated poison entries), counted once by the pipeline. */
 export interface DroppedEntries {
   readonly entries: readonly LogEntry[];
-  /** Low-cardinality: `bad_request`, `oversized_413`, `permanent`, `budget`. */
+  /**
+   * Low-cardinality: `bad_request`, `oversized_413`, `permanent`, `budget`, and Loki's limits:
+   * `too_old`, `too_far_in_future`, `too_far_behind`, `line_too_long`, `metadata_too_large`,
+   * `metadata_disallowed`, `label_limits`.
+   */
   readonly reason: string;
   /**
    * What refused them, in the refuser's words (Loki's message for these entries, or the local limit
@@ -19,12 +23,19 @@ export interface PushResult {
   readonly dropped: readonly DroppedEntries[];
 }
 
+/**
+ * Told of each group the moment the sink gives up on it, so drops are counted while a long push
+ * is still isolating the rest. Every group told here is also in the result's `dropped`; a retried
+ * push may tell the same entries again, so a listener counts each entry once.
+ */
+export type DropListener = (group: DroppedEntries) => void;
+
 export interface Sink {
   /**
    * Delivers the batch, or throws RetryableSinkError (nothing is lost: retry the same batch) or
    * PermanentSinkError (the whole batch is refused for good). Anything else is a crash.
    */
-  push(batch: Batch, signal?: AbortSignal): Promise<PushResult>;
+  push(batch: Batch, signal?: AbortSignal, onDropped?: DropListener): Promise<PushResult>;
   close(): Promise<void>;
 }
 

@@ -24,16 +24,30 @@ export interface LokiDeadlines {
 
 export const LOKI_DEADLINES: Readonly<LokiDeadlines> = { connectMs: 10_000, responseMs: 30_000 };
 const DETAIL_MAX_BYTES = 2048;
+/**
+ * A 400 names every refused entry (about 200 bytes each, grouped when identical): 1 MiB holds the
+ * report of several thousand. A longer body is cut, and the entries it no longer names stay unsettled.
+ */
+const REJECTION_BODY_MAX_BYTES = 1_048_576;
 
 /** Loki refused the payload itself (400/413): the caller isolates the poison entries. */
 export class LokiRejectedError extends Sf2LokiError {
   readonly status: number;
+  /** The body's start, whitespace collapsed, for messages. */
   readonly detail: string;
-  constructor(status: number, detail: string) {
+  /** The body as sent (up to 1 MiB), for reading Loki's per-entry refusals. */
+  readonly body: string;
+  constructor(status: number, body: string) {
+    const detail = collapse(body.slice(0, DETAIL_MAX_BYTES));
     super("SF2LOKI_LOKI_REJECTED", `Loki rejected the payload with HTTP ${status}: ${detail}`);
     this.status = status;
     this.detail = detail;
+    this.body = body;
   }
+}
+
+function collapse(text: string): string {
+  return text.replace(/\s+/g, " ").trim();
 }
 
 /** A failed attempt worth retrying inside this push (transport error, 429, 5xx). */
@@ -55,19 +69,16 @@ export function createLokiPool(origin: string, deadlines: LokiDeadlines = LOKI_D
   });
 }
 
-/** At most 2 KiB of the response body for messages; the rest is drained so the socket is reused. */
-async function readDetail(body: Dispatcher.ResponseData["body"]): Promise<string> {
+/** At most `max` bytes of the response body; the rest is drained so the socket is reused. */
+async function readBody(body: Dispatcher.ResponseData["body"], max: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {
     chunks.push(chunk);
     size += chunk.length;
-    if (size >= DETAIL_MAX_BYTES) break;
+    if (size >= max) break;
   }
-  return Buffer.concat(chunks)
-    .toString("utf8", 0, Math.min(size, DETAIL_MAX_BYTES))
-    .replace(/\s+/g, " ")
-    .trim();
+  return Buffer.concat(chunks).toString("utf8", 0, Math.min(size, max));
 }
 
 export interface LokiServiceOptions {
@@ -156,21 +167,22 @@ export class LokiService {
       this.#authLog.succeeded();
       return;
     }
-    let detail: string;
+    let text: string;
     try {
-      detail = await readDetail(res.body);
+      text = await readBody(res.body, status === 400 ? REJECTION_BODY_MAX_BYTES : DETAIL_MAX_BYTES);
     } catch (err) {
       throw new TransientAttemptError(`HTTP ${status}, body unreadable: ${describeError(err)}`, undefined, {
         cause: err,
       });
     }
+    if (status === 400 || status === 413) throw new LokiRejectedError(status, text);
+    const detail = collapse(text);
     if (status === 429 || status >= 500) {
       throw new TransientAttemptError(
         `HTTP ${status}: ${detail}`,
         parseRetryAfter(res.headers["retry-after"]),
       );
     }
-    if (status === 400 || status === 413) throw new LokiRejectedError(status, detail);
     if (status === 401 || status === 403 || status === 404) {
       this.#authLog.failed(status, detail);
       throw new RetryableSinkError(

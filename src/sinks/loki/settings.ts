@@ -1,5 +1,6 @@
 // The sink's slice of the YAML config (`sink.loki.*`), snake_case exactly as operators write it.
 // The zod schema owns defaults and coercion; this file owns what the sink itself must reject.
+import type { LokiLimits } from "./limits.ts";
 
 export interface LokiSinkSettings {
   /** Full push URL, e.g. `https://logs-prod-xx.grafana.net/loki/api/v1/push`. */
@@ -15,6 +16,8 @@ export interface LokiSinkSettings {
   /** Static labels; guarded against the allowlist at construction. */
   labels: Record<string, string>;
   batch: { max_line_bytes: number };
+  /** Loki's `limits_config` as the operator runs it; absent means Loki's defaults. */
+  limits?: LokiLimits;
 }
 
 /** The wire format actually used, after resolving the compression setting against the encoding. */

@@ -1,11 +1,16 @@
-// The Loki sink: caps lines, encodes, pushes, and isolates poison entries by bisection (spec B §4.8).
+// The Loki sink: caps lines, drops locally what Loki's limits refuse, pushes, reads Loki's 400s per
+// entry, and bisects only what an answer leaves open (spec B §4.8, issue #11; docs/egress.md).
 import { metrics, type Meter } from "@opentelemetry/api";
 import type { Dispatcher, Pool } from "undici";
 import { ConfigError } from "../../errors.ts";
 import type { Batch, LogEntry } from "../../model.ts";
 import { silentLogger, type Logger } from "../../obs/logger.ts";
 import { systemClock, type Clock } from "../../util/clock.ts";
-import { PermanentSinkError, type DroppedEntries, type PushResult, type Sink } from "../sink.ts";
+import { PermanentSinkError, type DropListener, type PushResult, type Sink } from "../sink.ts";
+import { attribute } from "./attribute.ts";
+import { PushDrops } from "./drops.ts";
+import { LOKI_DEFAULT_LIMITS, checkLimits, type LokiLimits } from "./limits.ts";
+import { parseRefusals } from "./refusals.ts";
 import { authHeaders } from "./auth.ts";
 import { guardStaticLabels, renderLabels } from "./labels.ts";
 import { capLines } from "./line-cap.ts";
@@ -47,6 +52,21 @@ function parsePushUrl(raw: string): URL {
 
 const CLOSE_BUDGET_MS = 5_000;
 
+/**
+ * Extra requests one batch may spend re-pushing what Loki's answer left open. Loki's own answers
+ * are read per entry and need none; this bounds the bisection of unreadable ones (a proxy's page,
+ * a 413): 32 requests isolate about two unnamed poison entries in a batch of 1000.
+ */
+export const ISOLATION_BUDGET = 32;
+
+interface DeliverContext {
+  /** The batch was this one entry: a refusal of it is the pipeline's Permanent. */
+  readonly single: boolean;
+  readonly drops: PushDrops;
+  readonly budget: number;
+  readonly signal: AbortSignal | undefined;
+}
+
 function rejectionReason(status: number): string {
   return status === 413 ? "oversized_413" : "bad_request";
 }
@@ -54,6 +74,7 @@ function rejectionReason(status: number): string {
 export class LokiSink implements Sink {
   readonly #format: WireFormat;
   readonly #maxLineBytes: number;
+  readonly #limits: LokiLimits;
   readonly #service: LokiService;
   readonly #metrics: LokiSinkMetrics;
   readonly #logger: Logger;
@@ -75,6 +96,7 @@ export class LokiSink implements Sink {
       );
     }
     this.#maxLineBytes = settings.batch.max_line_bytes;
+    this.#limits = settings.limits ?? LOKI_DEFAULT_LIMITS;
     this.#clock = deps.clock ?? systemClock;
     this.#metrics = createLokiSinkMetrics(deps.meter ?? metrics.getMeter("sf2loki"));
     this.#ownedPool = deps.dispatcher ? undefined : createLokiPool(url.origin, deps.deadlines);
@@ -90,56 +112,94 @@ export class LokiSink implements Sink {
     });
   }
 
-  async push(batch: Batch, signal?: AbortSignal): Promise<PushResult> {
+  async push(batch: Batch, signal?: AbortSignal, onDropped?: DropListener): Promise<PushResult> {
     const entries = batch.filter((e) => !e.checkpointOnly);
-    const dropped = new Map<string, LogEntry[]>();
-    if (entries.length > 0) await this.#pushPart(entries, true, dropped, signal);
-    const result: DroppedEntries[] = [];
-    for (const [reason, list] of dropped) result.push({ reason, entries: list });
-    return { dropped: result };
-  }
-
-  /**
-   * Pushes `entries`; on 400/413 splits at floor(n/2) until the poison entries stand alone. A lone
-   * poison entry is dropped into `dropped`, or thrown as Permanent when it was the whole batch.
-   * A retryable failure anywhere propagates at once: the pipeline retries the original batch.
-   */
-  async #pushPart(
-    entries: LogEntry[],
-    top: boolean,
-    dropped: Map<string, LogEntry[]>,
-    signal: AbortSignal | undefined,
-  ): Promise<void> {
+    if (entries.length === 0) return { dropped: [] };
+    const drops = new PushDrops(onDropped);
+    // Truncation first (batch.max_line_bytes), so max_line_size refuses only what is still too long.
     capLines(entries, this.#maxLineBytes, (e) => {
       this.#metrics.linesTruncated.add(1, { source: e.labels.source ?? "unknown" });
     });
-    const request = await encodeRequest(entries, this.#format);
-    try {
-      await this.#service.send(request, signal);
-      return;
-    } catch (err) {
-      if (!(err instanceof LokiRejectedError)) throw err;
-      const reason = rejectionReason(err.status);
-      if (entries.length > 1) {
-        this.#logger.debug(
-          { entries: entries.length, status: err.status },
-          "Loki refused a batch, bisecting",
-        );
-        const mid = Math.floor(entries.length / 2);
-        await this.#pushPart(entries.slice(0, mid), false, dropped, signal);
-        await this.#pushPart(entries.slice(mid), false, dropped, signal);
-        return;
-      }
-      const entry = entries[0]!;
-      const message =
-        `Loki refused an entry of stream ${renderLabels(entry.labels)} at ${entry.timestampNs}ns with ` +
-        `HTTP ${err.status} (${err.detail}); it is dropped`;
-      if (top) throw new PermanentSinkError(message, reason, { cause: err });
-      this.#logger.warn({ reason, status: err.status }, message);
-      const list = dropped.get(reason);
-      if (list) list.push(entry);
-      else dropped.set(reason, [entry]);
+    const { send, refused } = checkLimits(entries, this.#limits, this.#clock.now());
+    drops.add(refused);
+    if (send.length > 0) {
+      await this.#deliver(send, { single: entries.length === 1, drops, budget: ISOLATION_BUDGET, signal });
     }
+    return { dropped: drops.result() };
+  }
+
+  /**
+   * Pushes `entries`. A 400 is read per entry: what Loki names is dropped with its words, what it
+   * does not name was stored and is not sent again. Only what the answer leaves open is pushed
+   * again: as one request when the answer settled some of it, split in halves when it settled
+   * nothing (an unreadable body, a 413). Those extra requests come out of `budget`; once spent, the
+   * parts still open are dropped whole, saying so. A retryable failure anywhere propagates at once:
+   * the pipeline retries the original batch.
+   */
+  async #deliver(entries: LogEntry[], ctx: DeliverContext): Promise<void> {
+    const queue: { part: LogEntry[]; cause: LokiRejectedError | undefined }[] = [
+      { part: entries, cause: undefined },
+    ];
+    let budget = ctx.budget;
+    while (queue.length > 0) {
+      const { part, cause } = queue.shift()!;
+      if (cause) {
+        if (budget <= 0) {
+          const reason = rejectionReason(cause.status);
+          const detail =
+            `${cause.detail} (not isolated: this batch's ${ctx.budget} extra requests for isolating ` +
+            `refused entries are spent)`;
+          ctx.drops.add(part.map((entry) => ({ entry, reason, detail })));
+          continue;
+        }
+        budget--;
+      }
+      const request = await encodeRequest(part, this.#format);
+      try {
+        await this.#service.send(request, ctx.signal);
+        continue;
+      } catch (err) {
+        if (!(err instanceof LokiRejectedError)) throw err;
+        const open = this.#settle(part, err, ctx.drops);
+        if (open.length === 0) continue;
+        if (open.length === 1 && part.length === 1) {
+          this.#isolated(open[0]!, err, ctx);
+          continue;
+        }
+        if (open.length < part.length) {
+          queue.unshift({ part: open, cause: err });
+          continue;
+        }
+        this.#logger.debug({ entries: part.length, status: err.status }, "Loki refused a batch, bisecting");
+        const mid = Math.floor(open.length / 2);
+        queue.unshift({ part: open.slice(0, mid), cause: err }, { part: open.slice(mid), cause: err });
+      }
+    }
+  }
+
+  /** Drops what a 400 names; returns what it leaves open (everything, for a 413). */
+  #settle(part: LogEntry[], err: LokiRejectedError, drops: PushDrops): LogEntry[] {
+    if (err.status !== 400) return part;
+    const { refused, unsettled } = attribute(part, parseRefusals(err.body));
+    drops.add(refused);
+    if (refused.length > 0) {
+      this.#logger.debug(
+        { entries: part.length, refused: refused.length, unsettled: unsettled.length },
+        "Loki refused some entries of a push and stored the rest",
+      );
+    }
+    return unsettled;
+  }
+
+  /** A lone entry Loki refused without naming it: dropped, or Permanent when it was the batch. */
+  #isolated(entry: LogEntry, err: LokiRejectedError, ctx: DeliverContext): void {
+    const reason = rejectionReason(err.status);
+    const message =
+      `Loki refused an entry of stream ${renderLabels(entry.labels)} at ${entry.timestampNs}ns with ` +
+      `HTTP ${err.status} (${err.detail}); it is dropped`;
+    if (ctx.single) throw new PermanentSinkError(message, reason, { cause: err });
+    this.#logger.warn({ reason, status: err.status }, message);
+    ctx.drops.add([{ entry, reason, detail: err.detail }]);
   }
 
   /** Lets in-flight requests finish for up to 5 s, then tears the connections down. */

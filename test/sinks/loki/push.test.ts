@@ -6,6 +6,7 @@ import { pino } from "pino";
 import type { LokiSinkSettings } from "../../../src/sinks/loki/settings.ts";
 import { createLokiSink } from "../../../src/sinks/loki/sink.ts";
 import { startLokiReceiver } from "../../../src/sim/loki.ts";
+import { ManualClock } from "../../../src/util/clock.ts";
 
 for (const over of [
   { encoding: "protobuf", compression: "snappy" },
@@ -55,6 +56,7 @@ test("json with the default snappy compression sends plain JSON and warns once",
   );
   const sink = createLokiSink(settings(receiver.pushUrl, { encoding: "json", compression: "snappy" }), {
     logger,
+    clock: new ManualClock(), // the entries are dated 2026-01-01
   });
   t.after(() => sink.close());
   await sink.push(entries(3));
