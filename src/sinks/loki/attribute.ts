@@ -66,10 +66,10 @@ class StreamIndex {
     if (!refusal.labels) return this.#byRendered.get(refusal.rawLabels);
     const exact = this.#byKey.get(keyOf(refusal.labels));
     if (exact) return exact;
-    const stripped = { ...refusal.labels };
+    let stripped = refusal.labels;
     for (const name of LOKI_ADDED) {
       if (!(name in stripped)) continue;
-      delete stripped[name];
+      stripped = Object.fromEntries(Object.entries(stripped).filter(([k]) => k !== name));
       const found = this.#byKey.get(keyOf(stripped));
       if (found && !found.some((e) => name in e.labels)) return found;
     }
@@ -112,6 +112,8 @@ export function attribute(entries: readonly LogEntry[], parsed: ParsedRefusals):
   const taken = new Set<LogEntry>();
   const refused: Refused[] = [];
   const openStreams = new Set<LogEntry[]>();
+  /** Entries of a stream from this instant on are settled even when the stream is open. */
+  const openBefore = new Map<LogEntry[], bigint>();
   let allOpen = parsed.unparsed.length > 0 || (parsed.refusals.length === 0 && parsed.reports.length === 0);
 
   for (const refusal of parsed.refusals) {
@@ -140,7 +142,10 @@ export function attribute(entries: readonly LogEntry[], parsed: ParsedRefusals):
         continue;
       }
       reported.add(stream);
-      if (report.total > report.listed) openStreams.add(stream);
+      if (report.total > report.listed && !openStreams.has(stream)) {
+        openStreams.add(stream);
+        if (report.oldestSec !== undefined) openBefore.set(stream, (report.oldestSec + 1n) * 1_000_000_000n);
+      }
     }
     for (const stream of index.streams()) if (!reported.has(stream)) openStreams.add(stream);
   }
@@ -151,7 +156,12 @@ export function attribute(entries: readonly LogEntry[], parsed: ParsedRefusals):
     if (allOpen) unsettled.push(e);
   }
   if (!allOpen) {
-    for (const stream of openStreams) for (const e of stream) if (!taken.has(e)) unsettled.push(e);
+    for (const stream of openStreams) {
+      const before = openBefore.get(stream);
+      for (const e of stream) {
+        if (!taken.has(e) && (before === undefined || e.timestampNs < before)) unsettled.push(e);
+      }
+    }
     // Keep batch order for the re-push.
     const order = new Map(entries.map((e, i) => [e, i]));
     unsettled.sort((a, b) => order.get(a)! - order.get(b)!);

@@ -53,6 +53,11 @@ export interface StreamReport {
   readonly rawLabels: string;
   readonly listed: number;
   readonly total: number;
+  /**
+   * The UTC second of the stream's "oldest acceptable timestamp": whatever the list leaves out is
+   * older, so entries from the next second on were stored.
+   */
+  readonly oldestSec: bigint | undefined;
 }
 
 export interface ParsedRefusals {
@@ -275,6 +280,7 @@ function readMessage(text: string, p: number): [Omit<LokiRefusal, "count">, numb
 /** An ingester out-of-order report at p: its refusals, its stream report, where it ends. */
 function readIngesterReport(text: string, p: number): [LokiRefusal[], StreamReport, number] | undefined {
   const listed: { ns: bigint; detail: string }[] = [];
+  let oldestSec: bigint | undefined;
   let q = p;
   for (;;) {
     const line = at(INGESTER_LINE, text, q);
@@ -282,6 +288,9 @@ function readIngesterReport(text: string, p: number): [LokiRefusal[], StreamRepo
     const ns = goTimeNs(line[1]!);
     if (ns === undefined) return undefined;
     listed.push({ ns, detail: line[0].trim() });
+    const oldest = /oldest acceptable timestamp is: ([0-9T:.+Z-]+)/.exec(line[2]!);
+    const sec = oldest ? rfc3339Second(oldest[1]!) : undefined;
+    if (sec !== undefined && (oldestSec === undefined || sec > oldestSec)) oldestSec = sec;
     q += line[0].length;
   }
   const tail = at(INGESTER_TAIL, text, q);
@@ -299,7 +308,7 @@ function readIngesterReport(text: string, p: number): [LokiRefusal[], StreamRepo
     count: 1,
     detail: `${detail} ${summary}`,
   }));
-  const report = { labels: selector[0], rawLabels, listed: listed.length, total: Number(tail[1]) };
+  const report = { labels: selector[0], rawLabels, listed: listed.length, total: Number(tail[1]), oldestSec };
   return [refusals, report, selector[1]];
 }
 
