@@ -48,7 +48,12 @@ export async function startDemoWorld(opts: {
     clientSecret: DEMO_SECRET,
     ...(opts.polling ? { polling: opts.polling } : {}),
   });
-  const loki = await startLokiReceiver();
+  // Loki's default age limits: the simulated org dates its events in the present, so a clean demo
+  // refuses nothing; an entry dated otherwise shows up as a drop, as it would against a real Loki.
+  const loki = await startLokiReceiver({
+    rejectOldSamplesMaxAgeMs: 168 * 3_600_000,
+    creationGracePeriodMs: 10 * 60_000,
+  });
   return {
     org,
     loki,
