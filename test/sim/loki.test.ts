@@ -235,3 +235,41 @@ test("GET /ready and /sim/loki/stats", async (t) => {
   assert.equal(stats.streams, 1);
   assert.equal(stats.requests, 1);
 });
+
+test("Loki's age limits: the rest of the push is stored, the 400 groups identical messages like Loki", async (t) => {
+  const now = Date.UTC(2026, 11, 1, 12);
+  const r = await receiver(t, {
+    now: () => now,
+    rejectOldSamplesMaxAgeMs: 7 * 86_400_000,
+    creationGracePeriodMs: 600_000,
+  });
+  const ns = (ms: number): string => `${BigInt(ms) * 1_000_000n}`;
+  const old = now - 8 * 86_400_000;
+  const res = await pushJson(r, [
+    stream(
+      "a",
+      [ns(old), "old 1"],
+      [ns(old + 1), "old 2"],
+      [ns(now - 1000), "kept"],
+      [ns(now + 3_600_000), "future"],
+    ),
+  ]);
+  assert.equal(res.status, 400);
+  assert.deepEqual(r.lines(), ["kept"]);
+  assert.equal(
+    res.text,
+    "2 errors like: entry for stream '{job=\"a\"}' has timestamp too old: 2026-11-23T12:00:00Z, " +
+      "oldest acceptable timestamp is: 2026-11-24T12:00:00Z; " +
+      "1 errors like: entry for stream '{job=\"a\"}' has timestamp too new: 2026-12-01T13:00:00Z\n",
+  );
+});
+
+test("an out-of-order report lists at most 10 entries and counts them all", async (t) => {
+  const r = await receiver(t, { outOfOrderWindowMs: 1000 });
+  const values: Values = [["100000000000", "newest"]];
+  for (let i = 0; i < 12; i++) values.push([String(i + 1), `behind ${i}`]);
+  const res = await pushJson(r, [stream("a", ...values)]);
+  assert.equal(res.status, 400);
+  assert.equal(res.text.match(/^entry with timestamp /gm)?.length, 10);
+  assert.match(res.text, /user 'fake', total ignored: 12 out of 13 for stream: \{job="a"\}\n$/);
+});
