@@ -2,3 +2,4 @@
 export { LokiSink, createLokiSink, type LokiSinkDeps } from "./sink.ts";
 export type { LokiSinkSettings } from "./settings.ts";
 export { LABEL_ALLOWLIST, RESERVED_LABELS, guardStaticLabels } from "./labels.ts";
+export { LOKI_DEFAULT_LIMITS, type LokiLimits } from "./limits.ts";
