@@ -66,6 +66,17 @@ export const oneOf = <const T extends readonly [string, ...string[]]>(
   description: string,
 ) => meta(z.enum(values).default(def as never), { description });
 
+/** A number that is absent unless set: `null` means "inherit" (per-org overrides). */
+export const optNumber = (description: string, opts: { int?: boolean; min?: number } = {}) => {
+  let n = opts.int ? z.number().int() : z.number();
+  if (opts.min !== undefined) n = n.min(opts.min);
+  return meta(z.preprocess(numeric, n.nullable()).default(null), { description });
+};
+
+/** One of `values`, or `null` (unset: inherit). */
+export const optOneOf = <const T extends readonly [string, ...string[]]>(values: T, description: string) =>
+  meta(z.enum(values).nullable().default(null), { description });
+
 export const strList = (description: string, def: string[] = [], examples?: unknown[]) =>
   meta(z.array(z.string()).default(def), { description, ...(examples ? { examples } : {}) });
 

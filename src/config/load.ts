@@ -6,7 +6,13 @@ import type { z } from "zod";
 import { ConfigError } from "../errors.ts";
 import { deepMerge, envOverrides } from "./env.ts";
 import { interpolate } from "./interpolate.ts";
-import { configSchema, type Config, type SalesforceConfig, type SourcesConfig } from "./schema.ts";
+import {
+  configSchema,
+  type Config,
+  type OrgConfig,
+  type SalesforceConfig,
+  type SourcesConfig,
+} from "./schema.ts";
 import { resolveSecret } from "./secrets.ts";
 
 interface AzureSecret {
@@ -84,6 +90,7 @@ function resolveSecrets(config: Config): Config {
       ...org,
       salesforce: resolveSalesforce(org.salesforce, prefix),
       sources: resolveSources(org.sources, prefix),
+      sink: resolveOrgSink(org.sink, prefix),
     };
   });
   const loki = config.sink.loki;
@@ -109,6 +116,18 @@ function resolveSecrets(config: Config): Config {
   };
   resolved.service = resolveTelemetry(resolved);
   return resolved;
+}
+
+function resolveOrgSink(sink: OrgConfig["sink"], prefix: string): OrgConfig["sink"] {
+  const loki = sink.loki;
+  let token: string | undefined;
+  try {
+    token = resolveSecret(loki.auth_token, loki.auth_token_file, "orgs[].sink.loki.auth_token");
+  } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigError(prefix + err.message);
+    throw err;
+  }
+  return { ...sink, loki: { ...loki, auth_token: token ?? null } };
 }
 
 function resolveSalesforce(sf: SalesforceConfig, prefix: string): SalesforceConfig {

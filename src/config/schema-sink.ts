@@ -7,6 +7,8 @@ import {
   int,
   meta,
   oneOf,
+  optNumber,
+  optOneOf,
   optStr,
   secret,
   secretFile,
@@ -127,5 +129,42 @@ const loki = section(
 );
 
 export const sinkSchema = z.strictObject({ loki });
+
+const egressOverride = section(
+  z.strictObject({
+    max_lines_per_second: optNumber("Unset: sink.loki.egress.max_lines_per_second.", { min: 0 }),
+    max_bytes_per_second: optNumber("Unset: sink.loki.egress.max_bytes_per_second.", { min: 0 }),
+    daily_byte_budget: optNumber(
+      "Unset: sink.loki.egress.daily_byte_budget. Persisted under `egress:budget:<org>`.",
+      { int: true, min: 0 },
+    ),
+    budget_action: optOneOf(["pause", "drop"], "Unset: sink.loki.egress.budget_action."),
+  }),
+  "This destination's own egress governor; each unset key inherits sink.loki.egress (docs/egress.md).",
+);
+
+/**
+ * `orgs[].sink.loki`: one org's own Loki destination (#123). Every key is an override; unset keys
+ * inherit `sink.loki`, except that an org with its own `url` inherits no tenant or credentials (a
+ * different Loki is never sent the top-level token by accident).
+ */
+const lokiOverride = section(
+  z.strictObject({
+    url: optStr("This org's Loki push URL. Unset: sink.loki.url (with its tenant and credentials).", [
+      "https://logs-prod-eu-west-0.grafana.net/loki/api/v1/push",
+    ]),
+    tenant_id: optStr("This org's tenant (X-Scope-OrgID, or the basic-auth user with a token)."),
+    auth: optOneOf(["basic", "bearer"], "How this org's auth_token is sent. Unset: sink.loki.auth."),
+    auth_token: secret("This org's Loki token. Prefer auth_token_file."),
+    auth_token_file: secretFile("File holding this org's Loki token.", [
+      "/etc/sf2loki/secrets/loki-token-emea",
+    ]),
+    egress: egressOverride,
+  }),
+  "Per-org Loki destination: unset keys inherit sink.loki; orgs resolving to the same url, tenant and credentials share one destination (docs/egress.md).",
+);
+
+export const orgSinkSchema = z.strictObject({ loki: lokiOverride });
+export type LokiOverride = z.output<typeof lokiOverride>;
 
 export const sinkField = meta(sinkSchema, { description: "Where the lines go." });

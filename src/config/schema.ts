@@ -4,7 +4,7 @@ import { z } from "zod";
 import { meta, section } from "./fields.ts";
 import { salesforceField, salesforceSchema } from "./schema-salesforce.ts";
 import { sourcesField, sourcesSchema } from "./schema-sources.ts";
-import { sinkField } from "./schema-sink.ts";
+import { orgSinkSchema, sinkField } from "./schema-sink.ts";
 import { coordinateField, stateField } from "./schema-state.ts";
 import { serviceField } from "./schema-service.ts";
 
@@ -15,6 +15,7 @@ const orgSchema = z.strictObject({
   }),
   salesforce: meta(salesforceSchema, { description: "This org's connection." }),
   sources: section(sourcesSchema, "This org's sources."),
+  sink: section(orgSinkSchema, "This org's own Loki destination, when not the top-level sink.loki."),
 });
 
 /** Labels that carry an org's identity; under multi-org a static value would overwrite them (#128). */
