@@ -5,7 +5,7 @@ import { metrics as otel, type Meter } from "@opentelemetry/api";
 import type { Labels } from "../model.ts";
 import { silentLogger, type Logger } from "../obs/logger.ts";
 import type { Sink } from "../sinks/sink.ts";
-import type { LaneName, Source } from "../sources/source.ts";
+import type { Source } from "../sources/source.ts";
 import type { CheckpointStore } from "../state/store.ts";
 import { systemClock, type Clock } from "../util/clock.ts";
 import { recordCommitGauges } from "./checkpoint-gauges.ts";
@@ -16,9 +16,24 @@ import type { ProgressReport } from "./progress.ts";
 import { PipelineRun } from "./run.ts";
 import { DEFAULT_SHUTDOWN_GRACE_MS, validateBatchSettings, type BatchSettings } from "./settings.ts";
 
+/**
+ * Sources whose entries go to a sink of their own, through lanes of their own: an org's own Loki
+ * destination (#123). Own lanes, not a sink that splits batches by org: a destination that is paused
+ * by its budget, or failing, then holds only its own lanes' pushes and checkpoints, and a retry never
+ * re-sends another destination's part of a batch.
+ */
+export interface PipelineRoute {
+  /** Names its lanes: `streaming@<name>`, `bulk@<name>`. */
+  name: string;
+  sources: readonly Source[];
+  sink: Sink;
+}
+
 export interface PipelineOptions {
   sources: readonly Source[];
   sink: Sink;
+  /** Further routes beside `sources` → `sink`; every lane commits to the one `store`. */
+  routes?: readonly PipelineRoute[];
   store: CheckpointStore;
   batch: BatchSettings;
   /** `service.shutdown_grace` in ms: drain time a stopped run gets before it is force-cancelled. */
@@ -33,7 +48,8 @@ export interface PipelineOptions {
 /** A snapshot for /statusz. Times are wall-clock epoch milliseconds. */
 export interface PipelineStatus {
   running: boolean;
-  lanes: Partial<Record<LaneName, LaneStatus>>;
+  /** By lane key: `streaming`, `bulk`, and `<lane>@<route>` for each further route. */
+  lanes: Record<string, LaneStatus>;
   checkpoints: Record<string, { last_commit_ms: number }>;
   /** Keys the current (or last) run left uncommitted on shutdown. */
   abandoned_keys: readonly string[];
@@ -88,12 +104,15 @@ export class Pipeline {
    */
   async run(signal: AbortSignal): Promise<void> {
     if (this.#running) throw new PipelineBusyError();
-    if (this.#opts.sources.length === 0) return;
+    const routes = [
+      { name: "", sources: this.#opts.sources, sink: this.#opts.sink },
+      ...(this.#opts.routes ?? []),
+    ];
+    if (routes.every((r) => r.sources.length === 0)) return;
     this.#running = true;
     const run = new PipelineRun(
       {
-        sources: this.#opts.sources,
-        sink: this.#opts.sink,
+        routes,
         store: this.#opts.store,
         settings: this.#settings,
         shutdownGraceMs: this.#opts.shutdown_grace_ms ?? DEFAULT_SHUTDOWN_GRACE_MS,
@@ -114,7 +133,7 @@ export class Pipeline {
   }
 
   status(): PipelineStatus {
-    const lanes: Partial<Record<LaneName, LaneStatus>> = {};
+    const lanes: Record<string, LaneStatus> = {};
     for (const [name, lane] of this.#run?.lanes ?? []) lanes[name] = lane.status();
     const checkpoints: Record<string, { last_commit_ms: number }> = {};
     for (const [key, at] of this.#lastCommit) checkpoints[key] = { last_commit_ms: at };

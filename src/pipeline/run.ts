@@ -23,9 +23,16 @@ import type { BatchSettings } from "./settings.ts";
 /** How long a torn-down run waits for its tasks to notice before it returns anyway. */
 const TEARDOWN_SETTLE_MS = 1000;
 
-export interface RunDeps {
+/** Sources and the sink their entries go to, through lanes of their own. */
+export interface RunRoute {
+  /** "" for the main route (lanes `streaming`, `bulk`); else its lanes are `<lane>@<name>`. */
+  name: string;
   sources: readonly Source[];
   sink: Sink;
+}
+
+export interface RunDeps {
+  routes: readonly RunRoute[];
   store: CheckpointStore;
   settings: BatchSettings;
   shutdownGraceMs: number;
@@ -37,7 +44,8 @@ export interface RunDeps {
 }
 
 export class PipelineRun {
-  readonly lanes = new Map<LaneName, Lane>();
+  /** By lane key: `streaming`, `bulk`, and `<lane>@<route>` for each further route. */
+  readonly lanes = new Map<string, Lane>();
   readonly abandoned: AbandonedKeys;
   readonly #progress: Progress;
   readonly #deps: RunDeps;
@@ -63,24 +71,25 @@ export class PipelineRun {
     this.#progress = new Progress(deps.clock);
     if (stop.aborted) this.#draining.abort(stop.reason);
     const draining = this.#draining.signal;
-    for (const source of deps.sources) {
-      const lane = this.#lane(laneOf(source), draining);
-      const tally = new IngestTally(source.name, deps.metrics.ingested, deps.metrics.ingestLag);
-      lane.tallies.push(tally);
-      lane.producers++;
-      this.#producers.push(
-        new Producer({
-          source,
-          state: deps.store,
-          queue: lane.queue,
-          tally,
-          clock: deps.clock,
-          staticLabels: deps.staticLabels,
-          sourceSignal: draining,
-          cancelled: this.#cancel.signal,
-        }),
-      );
-    }
+    for (const route of deps.routes)
+      for (const source of route.sources) {
+        const lane = this.#lane(laneOf(source), route, draining);
+        const tally = new IngestTally(source.name, deps.metrics.ingested, deps.metrics.ingestLag);
+        lane.tallies.push(tally);
+        lane.producers++;
+        this.#producers.push(
+          new Producer({
+            source,
+            state: deps.store,
+            queue: lane.queue,
+            tally,
+            clock: deps.clock,
+            staticLabels: deps.staticLabels,
+            sourceSignal: draining,
+            cancelled: this.#cancel.signal,
+          }),
+        );
+      }
   }
 
   /** For the watchdog: whether this run has work, and how long since it last moved or tried. */
@@ -112,11 +121,13 @@ export class PipelineRun {
     }
   }
 
-  #lane(name: LaneName, draining: AbortSignal): Lane {
-    let lane = this.lanes.get(name);
+  #lane(name: LaneName, route: RunRoute, draining: AbortSignal): Lane {
+    const key = route.name === "" ? name : `${name}@${route.name}`;
+    let lane = this.lanes.get(key);
     if (lane) return lane;
-    const { settings, clock, sink, store, metrics, onCommitted } = this.#deps;
-    const logger = this.#deps.logger.child({ lane: name });
+    const { settings, clock, store, metrics, onCommitted } = this.#deps;
+    const sink = route.sink;
+    const logger = this.#deps.logger.child({ lane: key });
     lane = new Lane(name, {
       settings,
       clock,
@@ -148,7 +159,7 @@ export class PipelineRun {
         this.#track(task);
       },
     });
-    this.lanes.set(name, lane);
+    this.lanes.set(key, lane);
     return lane;
   }
 
@@ -186,10 +197,10 @@ export class PipelineRun {
   #expire(): void {
     if (!this.#claimEnd()) return;
     const graceS = this.#deps.shutdownGraceMs / 1000;
-    for (const lane of this.lanes.values()) {
+    for (const [key, lane] of this.lanes) {
       const { keys, entries } = lane.uncommitted();
       if (keys.size > 0)
-        this.abandoned.add(keys, entries, `Shutdown grace of ${graceS}s expired (${lane.name} lane)`);
+        this.abandoned.add(keys, entries, `Shutdown grace of ${graceS}s expired (${key} lane)`);
     }
     this.#deps.logger.warn(
       { grace_s: graceS },
