@@ -1,15 +1,17 @@
 // A checkpoint store decorator that writes the egress budget counter with every checkpoint commit: the
 // count is persisted exactly when the pipeline persists progress, in the same single write, so the
-// document never has a second writer racing the committer for its compare-and-swap.
+// document never has a second writer racing the committer for its compare-and-swap. Several Loki
+// destinations stack one decorator each: every commit then carries every destination's count.
 import type { CheckpointStore, WriteFence } from "../state/store.ts";
-import { BUDGET_KEY } from "./budget.ts";
 
 export class BudgetCommittingStore implements CheckpointStore {
   readonly #inner: CheckpointStore;
+  readonly #key: string;
   readonly #current: () => string | undefined;
 
-  constructor(inner: CheckpointStore, current: () => string | undefined) {
+  constructor(inner: CheckpointStore, key: string, current: () => string | undefined) {
     this.#inner = inner;
+    this.#key = key;
     this.#current = current;
   }
 
@@ -27,7 +29,7 @@ export class BudgetCommittingStore implements CheckpointStore {
 
   commitMany(items: Readonly<Record<string, string>>): Promise<void> {
     const budget = this.#current();
-    return this.#inner.commitMany(budget === undefined ? items : { ...items, [BUDGET_KEY]: budget });
+    return this.#inner.commitMany(budget === undefined ? items : { ...items, [this.#key]: budget });
   }
 
   replace(items: Readonly<Record<string, string>>): Promise<void> {

@@ -3,7 +3,9 @@
 // Holding a push here holds the lane's in-flight slot, so both pause and rate limiting reach the
 // sources as backpressure through the bounded lanes. A retried push passes again: a retry is real
 // egress for Loki's rate limits too, and the budget counts bytes only once Loki accepted them.
-import type { Meter } from "@opentelemetry/api";
+// Each Loki destination has its own governor (#123): the top-level one keeps the Python version's
+// budget key and series; an org's own destination names itself in its key, series and messages.
+import type { Attributes, Meter } from "@opentelemetry/api";
 import type { Batch } from "../model.ts";
 import type { Logger } from "../obs/logger.ts";
 import type { DropListener, PushResult, Sink } from "../sinks/sink.ts";
@@ -25,6 +27,20 @@ export interface GovernorDeps {
   clock: Clock;
   logger: Logger;
   meter: Meter;
+  /** Shared by every destination's governor (one set of instruments per meter); else its own. */
+  metrics?: EgressMetrics;
+  /** Absent: the top-level `sink.loki` destination (key `egress:budget`, no series attribute). */
+  destination?: DestinationIdentity;
+}
+
+/** How an org's own Loki destination is told apart in the store, the metrics and the messages. */
+export interface DestinationIdentity {
+  /** The first org that sends to it. */
+  name: string;
+  /** Its budget counter's checkpoint key (`egress:budget:<name>`). */
+  budgetKey: string;
+  /** The orgs whose entries go there, for /statusz and the readiness reason. */
+  orgs: readonly string[];
 }
 
 export const BUDGET_PAUSED_REASON = "degraded: daily egress budget exhausted (resets at 00:00 UTC)";
@@ -44,12 +60,17 @@ function laneOfBatch(batch: Batch): EgressLane {
 
 export class GovernedSink implements Sink {
   readonly settings: EgressSettings;
+  /** `undefined` for the top-level destination. */
+  readonly destination: DestinationIdentity | undefined;
   readonly #inner: Sink;
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #gate: RateGate | undefined;
   readonly #budget: DailyBudget | undefined;
   readonly #metrics: EgressMetrics;
+  readonly #attributes: Attributes;
+  readonly #budgetKey: string;
+  readonly #pausedReason: string;
   /** Pushes held by a budget pause right now; paused while > 0. */
   #holding = 0;
   #resumedAtMono: number | undefined;
@@ -62,8 +83,15 @@ export class GovernedSink implements Sink {
   constructor(inner: Sink, settings: EgressSettings, deps: GovernorDeps) {
     this.#inner = inner;
     this.settings = settings;
+    this.destination = deps.destination;
     this.#clock = deps.clock;
-    this.#logger = deps.logger.child({ component: "egress" });
+    const dest = deps.destination;
+    this.#attributes = dest ? { destination: dest.name } : {};
+    this.#budgetKey = dest?.budgetKey ?? BUDGET_KEY;
+    this.#pausedReason = dest
+      ? `degraded: daily egress budget exhausted for Loki destination '${dest.name}' (orgs ${dest.orgs.join(", ")}; resets at 00:00 UTC)`
+      : BUDGET_PAUSED_REASON;
+    this.#logger = deps.logger.child({ component: "egress", ...this.#attributes });
     const caps = {
       linesPerSecond: settings.max_lines_per_second,
       bytesPerSecond: settings.max_bytes_per_second,
@@ -74,10 +102,11 @@ export class GovernedSink implements Sink {
       settings.daily_byte_budget > 0
         ? new DailyBudget(settings.daily_byte_budget, deps.clock, this.#logger)
         : undefined;
-    this.#metrics = new EgressMetrics(deps.meter, {
-      budgetUsedBytes: () => this.#budget?.used ?? 0,
-      paused: () => this.#holding > 0,
-    });
+    this.#metrics = deps.metrics ?? new EgressMetrics(deps.meter);
+    this.#metrics.add(
+      { budgetUsedBytes: () => this.#budget?.used ?? 0, paused: () => this.#holding > 0 },
+      this.#attributes,
+    );
   }
 
   async push(batch: Batch, signal?: AbortSignal, onDropped?: DropListener): Promise<PushResult> {
@@ -113,7 +142,7 @@ export class GovernedSink implements Sink {
     signal: AbortSignal | undefined,
   ): Promise<void> {
     const waited = await this.#gate!.acquire(lines, bytes, lane, signal);
-    this.#metrics.rateLimitedWait.record(waited / 1000);
+    this.#metrics.rateLimitedWait.record(waited / 1000, this.#attributes);
     if (waited > 0) {
       this.#waits++;
       this.#waitedMs += waited;
@@ -129,18 +158,19 @@ export class GovernedSink implements Sink {
    * count is persisted with the commits (one write, no second writer of the document).
    */
   bind(store: CheckpointStore): CheckpointStore {
-    return this.#budget ? new BudgetCommittingStore(store, () => this.#budget?.serialize()) : store;
+    const budget = this.#budget;
+    return budget ? new BudgetCommittingStore(store, this.#budgetKey, () => budget.serialize()) : store;
   }
 
   /** A term's (or a backfill's) first act: continue the day's count from the store. */
   async startTerm(store: CheckpointStore): Promise<void> {
     if (!this.#budget) return;
-    this.#budget.load(await store.load(BUDGET_KEY));
+    this.#budget.load(await store.load(this.#budgetKey));
   }
 
   /** The readiness reason while a budget pause holds pushes. */
   get pausedReason(): string | undefined {
-    return this.#holding > 0 ? BUDGET_PAUSED_REASON : undefined;
+    return this.#holding > 0 ? this.#pausedReason : undefined;
   }
 
   /**
@@ -154,7 +184,9 @@ export class GovernedSink implements Sink {
   /** The /statusz egress section. */
   status(): Record<string, unknown> {
     const b = this.#budget;
+    const dest = this.destination;
     return {
+      ...(dest ? { destination: dest.name, orgs: dest.orgs, budget_key: dest.budgetKey } : {}),
       configured: true,
       max_lines_per_second: this.settings.max_lines_per_second,
       max_bytes_per_second: this.settings.max_bytes_per_second,
