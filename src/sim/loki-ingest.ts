@@ -39,6 +39,7 @@ export interface IngestLimits {
   maxStructuredMetadataEntries: number;
   /** `-ingester.max-ignored-stream-errors`. */
   maxIgnoredStreamErrors: number;
+  /** The request's tenant (see tenantOf in loki.ts): "fake" when it sent none, like Loki without auth. */
   tenant: string;
 }
 
@@ -160,7 +161,7 @@ export function ingest(streams: DecodedStream[], store: AcceptedStore, limits: I
           continue;
         }
       }
-      store.add(labels, ts, entry.line, entry.metadata, key);
+      store.add(labels, ts, entry.line, entry.metadata, key, limits.tenant);
       result.accepted++;
     }
     if (ignored.length > 0) {

@@ -9,6 +9,8 @@ export interface AcceptedEntry {
   readonly timestampNs: bigint;
   readonly line: string;
   readonly metadata: LabelMap;
+  /** The tenant it was pushed as (X-Scope-OrgID, or the basic-auth user); "fake" for none. */
+  readonly tenant: string;
   /** True when Loki would have collapsed it into an earlier identical entry. */
   readonly duplicate: boolean;
 }
@@ -65,6 +67,7 @@ export class AcceptedStore {
     line: string,
     metadata: LabelMap,
     key = canonicalLabels(labels),
+    tenant = "fake",
   ): void {
     this.#accepted++;
     let stream = this.#streams.get(key);
@@ -78,14 +81,15 @@ export class AcceptedStore {
       this.unique++;
       return;
     }
-    const identity = `${key}\u0000${timestampNs}\u0000${line}`;
+    // Loki keeps each tenant's data apart: the same entry under two tenants is two entries.
+    const identity = `${tenant}\u0000${key}\u0000${timestampNs}\u0000${line}`;
     const duplicate = this.#seen.has(identity);
     if (duplicate) this.duplicates++;
     else {
       this.#seen.add(identity);
       this.unique++;
     }
-    this.#all.push({ labels, timestampNs, line, metadata, duplicate });
+    this.#all.push({ labels, timestampNs, line, metadata, tenant, duplicate });
   }
 
   /** Every accepted entry in arrival order (duplicates included, flagged) whose labels include `matcher`. */

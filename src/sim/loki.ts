@@ -58,6 +58,8 @@ export interface LokiReceiverOptions {
 
 export interface PushRecord {
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** The tenant the request was pushed as (see tenantOf). */
+  readonly tenant: string;
   readonly bodyBytes: number;
   readonly status: number;
   readonly accepted: number;
@@ -94,6 +96,20 @@ export interface LokiReceiver {
   /** Forgets accepted data, counts, records and faults (connections stay open). */
   reset(): void;
   stop(): Promise<void>;
+}
+
+/**
+ * The tenant a push is for, as Loki's auth gateway sees it: X-Scope-OrgID, else the user of a Basic
+ * Authorization (Grafana Cloud's instance id); "fake" when neither is sent (Loki without auth).
+ */
+export function tenantOf(headers: IncomingMessage["headers"]): string {
+  const scope = headers["x-scope-orgid"];
+  if (typeof scope === "string" && scope !== "") return scope;
+  const auth = headers.authorization ?? "";
+  if (!auth.startsWith("Basic ")) return "fake";
+  const decoded = Buffer.from(auth.slice(6), "base64").toString("utf8");
+  const user = decoded.slice(0, decoded.indexOf(":") < 0 ? undefined : decoded.indexOf(":"));
+  return user === "" ? "fake" : user;
 }
 
 async function readBody(req: IncomingMessage): Promise<Buffer> {
@@ -133,7 +149,8 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
     const body = await readBody(req);
     counts.requests++;
     await faults.waitWhileStalled();
-    const base = { headers: { ...req.headers }, bodyBytes: body.length };
+    const tenant = tenantOf(req.headers);
+    const base = { headers: { ...req.headers }, tenant, bodyBytes: body.length };
     const forced = faults.takeForcedFailure();
     if (forced) {
       counts.forcedFailures++;
@@ -151,7 +168,6 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
         req.headers["content-encoding"],
         maxBodyBytes,
       );
-      const tenant = req.headers["x-scope-orgid"];
       result = ingest(streams, store, {
         maxLineBytes,
         outOfOrderWindowMs: opts.outOfOrderWindowMs,
@@ -165,7 +181,7 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
         maxStructuredMetadataBytes: opts.maxStructuredMetadataBytes ?? 65_536,
         maxStructuredMetadataEntries: opts.maxStructuredMetadataEntries ?? 128,
         maxIgnoredStreamErrors: opts.maxIgnoredStreamErrors ?? MAX_IGNORED_STREAM_ERRORS,
-        tenant: typeof tenant === "string" && tenant !== "" ? tenant : "fake",
+        tenant,
       });
     } catch (err) {
       if (!(err instanceof BodyDecodeError)) throw err;
