@@ -115,7 +115,7 @@ class RunningApp implements App {
         r.observe(this.#leading() ? 1 : 0);
       });
     const wd = config.service.watchdog;
-    const egress = graph.egress;
+    const governors = graph.governors;
     this.#watchdog = new Watchdog({
       stallMs: wd.stall_timeout,
       livenessMs: wd.liveness_timeout,
@@ -126,7 +126,7 @@ class RunningApp implements App {
       progress: () => graph.pipeline.progress(),
       storeFailing: () => graph.store.failing(STORE_UNREADY_AFTER_MS),
       onStall: (reason) => graph.coordinator.resign(reason),
-      ...(egress ? { hold: () => egress.hold() } : {}),
+      ...(governors.configured ? { hold: () => governors.hold() } : {}),
     });
   }
 
@@ -153,8 +153,20 @@ class RunningApp implements App {
       state: this.graph.store.location,
       checkpoint_store: this.#storeStatus(),
       watchdog: { stalled: this.#watchdog.stalled ?? null, wedged: this.#watchdog.wedged ?? null },
-      egress: this.graph.egress?.status() ?? { configured: false },
+      egress: this.graph.governors.status(),
+      ...(this.graph.destinations.length > 1 ? { loki_destinations: this.#destinationsStatus() } : {}),
     };
+  }
+
+  /** Where each org's lines go, when some org has its own Loki destination (#123). */
+  #destinationsStatus(): Record<string, unknown>[] {
+    return this.graph.destinations.map(({ destination: d }) => ({
+      destination: d.name || "<top-level>",
+      orgs: d.orgs,
+      url: redactUrl(d.loki.url),
+      tenant_id: d.loki.tenant_id ?? null,
+      budget_key: d.budgetKey,
+    }));
   }
 
   async run(signal: AbortSignal): Promise<void> {
@@ -187,6 +199,16 @@ class RunningApp implements App {
         orgs: this.graph.orgs.map((o) => o.org.name || "single"),
         topics: this.graph.orgs.flatMap((o) => o.org.sources.pubsub.topics),
         sink: redactUrl(c.sink.loki.url),
+        ...(this.graph.destinations.length > 1
+          ? {
+              org_destinations: this.graph.destinations
+                .slice(1)
+                .map(
+                  ({ destination: d }) =>
+                    `${d.orgs.join(",")} -> ${redactUrl(d.loki.url)} (tenant ${d.loki.tenant_id ?? "none"})`,
+                ),
+            }
+          : {}),
         state: this.graph.store.location,
         coordinate: c.coordinate.type,
         health: this.#deps.healthAddr ?? c.service.health_addr,
@@ -203,6 +225,11 @@ class RunningApp implements App {
     }
     if (this.graph.egress)
       this.#log.info({ egress: c.sink.loki.egress }, "egress governor enforcing sink.loki.egress");
+    for (const g of this.graph.governors.others)
+      this.#log.info(
+        { destination: g.destination?.name, orgs: g.destination?.orgs, egress: g.settings },
+        "egress governor enforcing an org's own Loki destination's limits",
+      );
   }
 
   async #startHealth(): Promise<void> {
@@ -224,7 +251,7 @@ class RunningApp implements App {
     if (stalled !== undefined) return `not ready: watchdog: ${stalled}`;
     const store = this.#storeFailure();
     if (store !== undefined) return `not ready: checkpoint store: ${store}`;
-    const paused = this.graph.egress?.pausedReason;
+    const paused = this.graph.governors.pausedReason;
     if (paused !== undefined) return paused;
     const failing = [...this.#orgsFailing][0];
     if (failing !== undefined) return `degraded: org ${failing} auth failing`;
@@ -348,21 +375,18 @@ class RunningApp implements App {
   }
 
   /**
-   * Continues the day's egress budget count from the store (a restart, a new leader, a swapped Python
-   * daemon). A store that cannot answer right after the claim is logged, not fatal: the count then
-   * starts from what this process knew, and the next commit writes it back.
+   * Continues the day's egress budget counts from the store (a restart, a new leader, a swapped Python
+   * daemon), one per Loki destination. A store that cannot answer right after the claim is logged, not
+   * fatal: the count then starts from what this process knew, and the next commit writes it back.
    */
   async #loadBudget(): Promise<void> {
-    const egress = this.graph.egress;
-    if (!egress) return;
-    try {
-      await egress.startTerm(this.graph.store);
-    } catch (err) {
+    await this.graph.governors.startTerm(this.graph.store, (g, err) => {
+      const key = g.destination?.budgetKey ?? "egress:budget";
       this.#log.warn(
-        { err: describeError(err) },
-        "could not read egress:budget from the checkpoint store; counting today's bytes from what this process knew",
+        { err: describeError(err), ...(g.destination ? { destination: g.destination.name } : {}) },
+        `could not read ${key} from the checkpoint store; counting today's bytes from what this process knew`,
       );
-    }
+    });
   }
 
   /** Campaigns for leadership until stop; returns the crash that ended the run, if any. */
@@ -449,7 +473,7 @@ class RunningApp implements App {
   async #close(): Promise<void> {
     this.#notReady = "not ready";
     const steps: [string, () => Promise<void>][] = [
-      ["sink", () => this.graph.sink.close()],
+      ["sink", () => Promise.all(this.graph.destinations.map((d) => d.sink.close())).then(() => undefined)],
       [
         "salesforce clients",
         () => Promise.all(this.graph.orgs.map((o) => o.rest.close())).then(() => undefined),

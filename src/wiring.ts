@@ -4,6 +4,8 @@
 import { metrics as otel, type Meter } from "@opentelemetry/api";
 import type { Config } from "./config/schema.ts";
 import { resolvedOrgs, type ResolvedOrg } from "./config/orgs.ts";
+import { resolveDestinations, type LokiDestination } from "./config/destinations.ts";
+import { ConfigError } from "./errors.ts";
 import { buildCoordinator, type BuiltCoordinator } from "./coordinate/build.ts";
 import { silentLogger, type Logger } from "./obs/logger.ts";
 import { orgMeter } from "./obs/org-meter.ts";
@@ -15,7 +17,8 @@ import type { Sink } from "./sinks/sink.ts";
 import { createLokiSink } from "./sinks/loki/sink.ts";
 import { compileTransforms } from "./egress/transforms.ts";
 import { egressConfigured, GovernedSink } from "./egress/governed-sink.ts";
-import { idleEgressMetrics } from "./egress/metrics.ts";
+import { EgressGovernors } from "./egress/governors.ts";
+import { EgressMetrics, IDLE_EGRESS } from "./egress/metrics.ts";
 import { ApexLogSource } from "./sources/apexlog/source.ts";
 import { EventLogObjectsSource } from "./sources/eventlog-objects/source.ts";
 import { EventLogFileSource } from "./sources/eventlogfile/source.ts";
@@ -32,8 +35,10 @@ export interface WiringDeps {
   clock?: Clock;
   logger?: Logger;
   meter?: Meter;
-  /** Replaces the Loki sink (tests); the real one is built from `sink.loki`. */
+  /** Replaces the top-level destination's Loki sink (tests); the real one is built from `sink.loki`. */
   sink?: Sink;
+  /** Replaces an org's own destination's Loki sink (tests); undefined builds the real one. */
+  sinkFor?: (destination: LokiDestination) => Sink | undefined;
   /** Replaces the configured coordinator (tests drive leadership by hand); fence wiring still applies. */
   coordinator?: BuiltCoordinator;
   /**
@@ -59,12 +64,25 @@ interface Common {
   meter: Meter;
 }
 
+/** One Loki destination: its own sink (connection pool) and egress governor (#123). */
+export interface DestinationWiring {
+  destination: LokiDestination;
+  /** What its lanes push through: the governor when it has one, else the Loki sink. */
+  sink: Sink;
+  egress: GovernedSink | undefined;
+}
+
 export interface Graph {
   config: Config;
   orgs: OrgWiring[];
+  /** The top-level `sink.loki` destination's sink (`destinations[0].sink`). */
   sink: Sink;
   /** The egress governor around the sink (`sink` is it), when any `sink.loki.egress` limit is set. */
   egress: GovernedSink | undefined;
+  /** Every destination, the top-level one first; orgs' own ones after it, in config order. */
+  destinations: DestinationWiring[];
+  /** Every destination's governor, as the app sees them. */
+  governors: EgressGovernors;
   /** The configured store, tracked: readiness and the watchdog ask it whether the backend answers. */
   store: TrackedStore;
   coordinator: BuiltCoordinator;
@@ -79,11 +97,18 @@ export function buildGraph(config: Config, deps: WiringDeps = {}): Graph {
   const loki = config.sink.loki;
 
   // One governor per Loki destination, between the lanes and the sink: the daemon and backfill both
-  // push through `sink`, so both are governed with no second data path.
-  const inner = deps.sink ?? createLokiSink(loki, common);
-  const egress = egressConfigured(loki.egress) ? new GovernedSink(inner, loki.egress, common) : undefined;
-  const sink = egress ?? inner;
-  if (!egress) idleEgressMetrics(meter);
+  // push through a destination's `sink`, so both are governed with no second data path.
+  const egressMetrics = new EgressMetrics(meter);
+  const destinations = resolveDestinations(config).map((d) =>
+    wireDestination(d, deps, common, egressMetrics),
+  );
+  const main = destinations[0]!;
+  const { sink, egress } = main;
+  if (!egress) egressMetrics.add(IDLE_EGRESS);
+  const governors = new EgressGovernors(
+    egress,
+    destinations.slice(1).flatMap((d) => (d.egress ? [d.egress] : [])),
+  );
   const store = new TrackedStore(
     buildStore(config.state, { exclusiveLock: config.coordinate.type === "noop", clock, logger }),
     { meter, clock },
@@ -107,16 +132,62 @@ export function buildGraph(config: Config, deps: WiringDeps = {}): Graph {
 
   const pollOnce = deps.pollOnce ?? false;
   const orgs = resolvedOrgs(config).map((org) => wireOrg(config, org, common, pollOnce));
+  const sourcesOf = (d: DestinationWiring): Source[] =>
+    orgs.filter((o) => d.destination.orgs.includes(o.org.name)).flatMap((o) => o.sources);
   const pipeline = new Pipeline({
-    sources: orgs.flatMap((o) => o.sources),
+    sources: sourcesOf(main),
     sink,
-    // The budget counter is written with the checkpoint commits (one write, one writer).
-    store: egress ? egress.bind(store) : store,
+    // An org's own destination gets lanes of its own (see PipelineRoute): its pause or outage holds
+    // only its own orgs' pushes and checkpoints.
+    routes: destinations.slice(1).map((d) => ({
+      name: d.destination.name,
+      sources: sourcesOf(d),
+      sink: d.sink,
+    })),
+    // The budget counters are written with the checkpoint commits (one write, one writer).
+    store: governors.bind(store),
     batch: { ...loki.batch, flush_interval_ms: loki.batch.flush_interval },
     shutdown_grace_ms: config.service.shutdown_grace,
     ...common,
   });
-  return { config, orgs, sink, egress, store, coordinator, pipeline };
+  return { config, orgs, sink, egress, destinations, governors, store, coordinator, pipeline };
+}
+
+function wireDestination(
+  destination: LokiDestination,
+  deps: WiringDeps,
+  common: Common,
+  metrics: EgressMetrics,
+): DestinationWiring {
+  const main = destination.name === "";
+  const own: Common = main
+    ? common
+    : { ...common, logger: common.logger.child({ destination: destination.name }) };
+  let inner: Sink;
+  try {
+    inner = (main ? deps.sink : deps.sinkFor?.(destination)) ?? createLokiSink(destination.loki, own);
+  } catch (err) {
+    // The sink names `sink.loki.*`; say which org's override it was.
+    if (err instanceof ConfigError && !main) throw new ConfigError(`${destination.where}: ${err.message}`);
+    throw err;
+  }
+  const settings = destination.loki.egress;
+  const egress = egressConfigured(settings)
+    ? new GovernedSink(inner, settings, {
+        ...own,
+        metrics,
+        ...(main
+          ? {}
+          : {
+              destination: {
+                name: destination.name,
+                budgetKey: destination.budgetKey,
+                orgs: destination.orgs,
+              },
+            }),
+      })
+    : undefined;
+  return { destination, sink: egress ?? inner, egress };
 }
 
 function wireOrg(config: Config, org: ResolvedOrg, common: Common, pollOnce: boolean): OrgWiring {

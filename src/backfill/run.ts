@@ -60,7 +60,9 @@ export async function runBackfill(run: BackfillRun): Promise<BackfillOutcome> {
   warnAge(plan, clock, report);
   const graph = buildGraph(config, { clock, logger: run.logger ?? silentLogger });
   const wiring = graph.orgs.find((o) => o.org.name === org.name)!;
-  const sink = new CountingSink(graph.sink);
+  // The org's own Loki destination when it has one (#123): the daemon would send its lines there too.
+  const destination = graph.destinations.find((d) => d.destination.orgs.includes(org.name))!;
+  const sink = new CountingSink(destination.sink);
   const store = plan.dryRun ? undefined : backfillStore(config, clock, report);
   const started = clock.monotonic();
   const stats: BackfillStats = { files: 0, downloads: 0, listCalls: 0, failedTypes: 0 };
@@ -75,16 +77,21 @@ export async function runBackfill(run: BackfillRun): Promise<BackfillOutcome> {
     progress.start();
     if (plan.dryRun) await dryRun(sources, sink, config, clock, run.signal);
     else {
-      // The daemon's egress governor is `graph.sink` itself (rate caps, budget). The budget count of a
+      // The destination's egress governor is its sink itself (rate caps, budget). The budget count of a
       // backfill lives in the backfill document: the daemon's document has one writer, the daemon.
-      const egress = graph.egress;
+      const egress = destination.egress;
       await egress?.startTerm(store!);
       const governed = egress ? egress.bind(store!) : store!;
       outcome = await deliver(run, sources, sink, governed, labels.static);
     }
   } finally {
     progress.stop();
-    await Promise.allSettled([graph.sink.close(), wiring.rest.close(), store?.close(), graph.store.close()]);
+    await Promise.allSettled([
+      ...graph.destinations.map((d) => d.sink.close()),
+      wiring.rest.close(),
+      store?.close(),
+      graph.store.close(),
+    ]);
   }
   const elapsed = ((clock.monotonic() - started) / 1000).toFixed(1);
   io.stdout(

@@ -141,7 +141,13 @@ async function runChecks(env: DoctorEnv, orgs: OrgUnderCheck[], rows: CheckRow[]
   await perOrg("pubsub", (org) => checkPubSub(org, signal()));
   await perOrg("entitlement", (org) => checkEntitlement(org, env.clock, signal()));
   await perOrg("traceflags", (org) => checkTraceFlags(org, env.clock, signal()));
-  rows.push(await checkLoki({ ...env, signal: signal() }, await staticLabels(env, orgs, authed)));
+  const labels = await staticLabels(env, orgs, authed);
+  // Every destination an org under check sends to (#123); the top-level one alone when it serves them.
+  const names = new Set(orgs.map((o) => o.name));
+  for (const target of env.graph.destinations) {
+    if (!target.destination.orgs.some((o) => names.has(o))) continue;
+    rows.push(await checkLoki({ ...env, signal: signal() }, labels, target));
+  }
   rows.push(checkTransforms(env.config));
   rows.push(await checkTelemetry(env.config, signal()));
   rows.push(await checkState(env.config, signal()));
@@ -168,7 +174,7 @@ async function staticLabels(
 
 async function closeGraph(graph: Graph): Promise<void> {
   await Promise.allSettled([
-    graph.sink.close(),
+    ...graph.destinations.map((d) => d.sink.close()),
     ...graph.orgs.map((o) => o.rest.close()),
     graph.store.close(),
   ]);
