@@ -30,7 +30,7 @@ const PROCESS_WIDE = new Set([
   "sf2loki_watchdog_stalled",
   "sf2loki_watchdog_wedged",
   "sf2loki_watchdog_resignations_total",
-  // One egress governor per Loki destination; per-org destinations are not built yet (#11).
+  // The top-level Loki destination's governor; an org's own destination adds `destination` (#123).
   "sf2loki_egress_budget_used_bytes",
   "sf2loki_egress_paused",
   "sf2loki_queue_bytes",

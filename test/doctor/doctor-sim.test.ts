@@ -9,6 +9,7 @@ import { stringify } from "yaml";
 import { z } from "zod";
 import { credentialHint } from "../../src/doctor/checks/object-probe.ts";
 import { startDemoWorld, type DemoWorld } from "../../src/sim/demo-world.ts";
+import { startLokiReceiver } from "../../src/sim/loki.ts";
 import { FileLock } from "../../src/state/file-lock.ts";
 import { cli } from "../support/cli.ts";
 import { GcsEmulator } from "../support/gcs-emulator.ts";
@@ -276,5 +277,36 @@ describe("sf2loki doctor against the simulated org", () => {
     assert.ok(auth);
     assert.equal(auth.org, "prod");
     assert.equal(auth.status, "PASS");
+  });
+
+  it("an org with its own Loki destination: each destination gets its probe row, --org checks only its own", async () => {
+    const other = await startLokiReceiver();
+    try {
+      const path = configFile("dest", (c) => {
+        const sf = c.salesforce;
+        delete c.salesforce;
+        delete c.sources;
+        c.orgs = [
+          { name: "prod", salesforce: sf },
+          { name: "emea", salesforce: sf, sink: { loki: { url: other.pushUrl, tenant_id: "emea-t" } } },
+        ];
+      });
+      other.faults.failNext(1, 401, { body: "no org id" });
+      const r = await cli(["doctor", "--json", "--config", path]);
+      assert.equal(r.code, 1, r.stdout);
+      const rows = rowsOf(r.stdout);
+      assert.equal(rows.find((x) => x.name === "loki")!.status, "PASS");
+      const own = rows.find((x) => x.name === "loki@emea")!;
+      assert.equal(own.status, "FAIL");
+      assert.match(own.detail, /^orgs emea -> tenant emea-t: .*HTTP 401/);
+      assert.match(own.detail, /orgs\[\]\.sink\.loki\.tenant_id/);
+      const only = await cli(["doctor", "--json", "--org", "emea", "--config", path]);
+      assert.equal(only.code, 0, only.stdout);
+      const names = rowsOf(only.stdout).map((x) => x.name);
+      assert.ok(names.includes("loki@emea") && !names.includes("loki"), names.join(","));
+      assert.equal(other.entries({ source: "sf2loki-doctor" })[0]?.tenant, "emea-t");
+    } finally {
+      await other.stop();
+    }
   });
 });
