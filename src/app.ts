@@ -381,10 +381,9 @@ class RunningApp implements App {
    */
   async #loadBudget(): Promise<void> {
     await this.graph.governors.startTerm(this.graph.store, (g, err) => {
-      const key = g.destination?.budgetKey ?? "egress:budget";
       this.#log.warn(
         { err: describeError(err), ...(g.destination ? { destination: g.destination.name } : {}) },
-        `could not read ${key} from the checkpoint store; counting today's bytes from what this process knew`,
+        `could not read ${g.budgetKey} from the checkpoint store; counting today's bytes from what this process knew`,
       );
     });
   }

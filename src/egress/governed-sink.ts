@@ -69,7 +69,8 @@ export class GovernedSink implements Sink {
   readonly #budget: DailyBudget | undefined;
   readonly #metrics: EgressMetrics;
   readonly #attributes: Attributes;
-  readonly #budgetKey: string;
+  /** Where its daily count is persisted: `egress:budget`, or the destination's own key. */
+  readonly budgetKey: string;
   readonly #pausedReason: string;
   /** Pushes held by a budget pause right now; paused while > 0. */
   #holding = 0;
@@ -87,7 +88,7 @@ export class GovernedSink implements Sink {
     this.#clock = deps.clock;
     const dest = deps.destination;
     this.#attributes = dest ? { destination: dest.name } : {};
-    this.#budgetKey = dest?.budgetKey ?? BUDGET_KEY;
+    this.budgetKey = dest?.budgetKey ?? BUDGET_KEY;
     this.#pausedReason = dest
       ? `degraded: daily egress budget exhausted for Loki destination '${dest.name}' (orgs ${dest.orgs.join(", ")}; resets at 00:00 UTC)`
       : BUDGET_PAUSED_REASON;
@@ -159,13 +160,13 @@ export class GovernedSink implements Sink {
    */
   bind(store: CheckpointStore): CheckpointStore {
     const budget = this.#budget;
-    return budget ? new BudgetCommittingStore(store, this.#budgetKey, () => budget.serialize()) : store;
+    return budget ? new BudgetCommittingStore(store, this.budgetKey, () => budget.serialize()) : store;
   }
 
   /** A term's (or a backfill's) first act: continue the day's count from the store. */
   async startTerm(store: CheckpointStore): Promise<void> {
     if (!this.#budget) return;
-    this.#budget.load(await store.load(this.#budgetKey));
+    this.#budget.load(await store.load(this.budgetKey));
   }
 
   /** The readiness reason while a budget pause holds pushes. */
