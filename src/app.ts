@@ -256,12 +256,14 @@ class RunningApp implements App {
     const failing = [...this.#orgsFailing][0];
     if (failing !== undefined) return `degraded: org ${failing} auth failing`;
     const limit = this.#config.service.unready_after_sink_failing;
-    const since = this.graph.pipeline.sinkFailingSince();
-    if (limit > 0 && since !== undefined) {
-      const forMs = this.#clock.monotonic() - since;
+    const failingSink = this.graph.pipeline.sinkFailing();
+    if (limit > 0 && failingSink !== undefined) {
+      const forMs = this.#clock.monotonic() - failingSink.sinceMono;
       if (forMs > limit) {
         const d = forMs >= 60_000 ? `${Math.floor(forMs / 60_000)}m` : `${Math.floor(forMs / 1000)}s`;
-        return `degraded: loki pushes failing for ${d}`;
+        // The Python text for the top-level destination; an org's own one is named (#123).
+        const where = failingSink.route === "" ? "" : ` (Loki destination '${failingSink.route}')`;
+        return `degraded: loki pushes failing for ${d}${where}`;
       }
     }
     return undefined;

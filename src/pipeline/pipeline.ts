@@ -145,13 +145,20 @@ export class Pipeline {
    * the running run (spec B §2.11); undefined when every lane is healthy or nothing runs.
    */
   sinkFailingSince(): number | undefined {
+    return this.sinkFailing()?.sinceMono;
+  }
+
+  /** The same, with the route whose lane failed first ("" for the main route). */
+  sinkFailing(): { sinceMono: number; route: string } | undefined {
     if (!this.#running) return undefined;
-    let min: number | undefined;
-    for (const lane of this.#run?.lanes.values() ?? []) {
+    let first: { sinceMono: number; route: string } | undefined;
+    for (const [key, lane] of this.#run?.lanes ?? []) {
       const since = lane.failingSince();
-      if (since !== undefined && (min === undefined || since < min)) min = since;
+      if (since === undefined || (first !== undefined && since >= first.sinceMono)) continue;
+      const at = key.indexOf("@");
+      first = { sinceMono: since, route: at < 0 ? "" : key.slice(at + 1) };
     }
-    return min;
+    return first;
   }
 
   /** The running run's progress (the watchdog's input); undefined when nothing runs. */

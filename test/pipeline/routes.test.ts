@@ -73,11 +73,13 @@ test("a retryable failure on one route re-sends only that route's batch, never t
   const stop = new AbortController();
   const running = pipeline.run(stop.signal);
   await waitUntil(() => store.doc.get("eventlog_objects:A") === "030", "route A's last checkpoint");
+  assert.equal(pipeline.sinkFailing()?.route, "emea", "readiness can name the failing destination");
   for (let i = 0; i < 10 && store.doc.get("org=emea:eventlog_objects:B") !== "030"; i++) {
     clock.advance(2_000);
     await settle(20);
   }
   assert.equal(store.doc.get("org=emea:eventlog_objects:B"), "030", "the flaky route delivered in the end");
+  assert.equal(pipeline.sinkFailing(), undefined);
   assert.equal(main.calls.length, ENTRIES / 10, "route A: one push per batch, none repeated");
   assert.equal(new Set(main.deliveredValues).size, ENTRIES);
   const failed = flaky.calls.filter((c) => c.values[0] === "001").length;
