@@ -276,7 +276,13 @@ export function connectorHealth(): DashboardBuilder {
         "Egress budget used",
         "Line bytes counted against sink.loki.egress.daily_byte_budget this UTC day (0 when no budget is set).",
         "bytes",
-        [{ expr: `max by (job) (sf2loki_egress_budget_used_bytes{${JOB}})`, legend: "used {{job}}" }],
+        [
+          {
+            // One series per Loki destination: an org's own one carries `destination` (#123).
+            expr: `max by (job, destination) (sf2loki_egress_budget_used_bytes{${JOB}})`,
+            legend: "used {{job}} {{destination}}",
+          },
+        ],
       ),
     )
     .withPanel(
@@ -286,7 +292,10 @@ export function connectorHealth(): DashboardBuilder {
         "1 while the daily budget holds pushes (budget_action: pause); p95 wait of a push for the rate caps.",
         "short",
         [
-          { expr: `max by (job) (sf2loki_egress_paused{${JOB}})`, legend: "paused {{job}}" },
+          {
+            expr: `max by (job, destination) (sf2loki_egress_paused{${JOB}})`,
+            legend: "paused {{job}} {{destination}}",
+          },
           {
             expr: `histogram_quantile(0.95, sum by (le) (rate(sf2loki_egress_rate_limited_wait_seconds_bucket{${JOB}}[${RATE}])))`,
             legend: "p95 rate-limit wait (s)",
