@@ -5,7 +5,6 @@ import { metrics as otel, type Meter } from "@opentelemetry/api";
 import type { Config } from "./config/schema.ts";
 import { resolvedOrgs, type ResolvedOrg } from "./config/orgs.ts";
 import { resolveDestinations, type LokiDestination } from "./config/destinations.ts";
-import { ConfigError } from "./errors.ts";
 import { buildCoordinator, type BuiltCoordinator } from "./coordinate/build.ts";
 import { silentLogger, type Logger } from "./obs/logger.ts";
 import { orgMeter } from "./obs/org-meter.ts";
@@ -163,14 +162,10 @@ function wireDestination(
   const own: Common = main
     ? common
     : { ...common, logger: common.logger.child({ destination: destination.name }) };
-  let inner: Sink;
-  try {
-    inner = (main ? deps.sink : deps.sinkFor?.(destination)) ?? createLokiSink(destination.loki, own);
-  } catch (err) {
-    // The sink names `sink.loki.*`; say which org's override it was.
-    if (err instanceof ConfigError && !main) throw new ConfigError(`${destination.where}: ${err.message}`);
-    throw err;
-  }
+  // Its messages name the keys to fix: `orgs[<org>].sink.loki.url`, not the top-level one.
+  const inner =
+    (main ? deps.sink : deps.sinkFor?.(destination)) ??
+    createLokiSink(destination.loki, { ...own, configKey: destination.where });
   const settings = destination.loki.egress;
   const egress = egressConfigured(settings)
     ? new GovernedSink(inner, settings, {

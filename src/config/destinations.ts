@@ -18,7 +18,7 @@ export interface LokiDestination {
   orgs: string[];
   /** The complete `sink.loki` this destination's sink is built from (labels, batch, encoding shared). */
   loki: LokiConfig;
-  /** Where its settings come from, for operator messages. */
+  /** Where its settings are, for operator messages: `sink.loki`, or `orgs[<org>].sink.loki`. */
   where: string;
   /** Checkpoint key of its daily budget counter. */
   budgetKey: string;
@@ -97,7 +97,7 @@ export function resolveDestinations(config: Config): LokiDestination[] {
         name: org.name,
         orgs: [],
         loki,
-        where: `org '${org.name}' (orgs[].sink.loki)`,
+        where: `orgs[${org.name}].sink.loki`,
         budgetKey: `${DEFAULT_BUDGET_KEY}:${org.name}`,
       };
       byIdentity.set(key, dest);

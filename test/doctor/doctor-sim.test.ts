@@ -299,7 +299,7 @@ describe("sf2loki doctor against the simulated org", () => {
       const own = rows.find((x) => x.name === "loki@emea")!;
       assert.equal(own.status, "FAIL");
       assert.match(own.detail, /^orgs emea -> tenant emea-t: .*HTTP 401/);
-      assert.match(own.detail, /orgs\[\]\.sink\.loki\.tenant_id/);
+      assert.match(own.detail, /orgs\[emea\]\.sink\.loki\.tenant_id/);
       const only = await cli(["doctor", "--json", "--org", "emea", "--config", path]);
       assert.equal(only.code, 0, only.stdout);
       const names = rowsOf(only.stdout).map((x) => x.name);

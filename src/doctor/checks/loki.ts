@@ -19,7 +19,7 @@ export async function checkLoki(
   const loki = destination.loki;
   const main = destination.name === "";
   const name = main ? "loki" : `loki@${destination.name}`;
-  const keys = main ? "sink.loki" : "orgs[].sink.loki";
+  const keys = destination.where;
   const now = env.clock.now();
   const entry = new LogEntry({
     timestampNs: msToNs(now),

@@ -6,10 +6,12 @@ export class AuthFailureLog {
   #consecutive = 0;
   readonly #logger: Logger;
   readonly #where: string;
+  readonly #key: string;
 
-  constructor(logger: Logger, where: string) {
+  constructor(logger: Logger, where: string, key = "sink.loki") {
     this.#logger = logger;
     this.#where = where;
+    this.#key = key;
   }
 
   failed(status: number, detail: string): void {
@@ -18,7 +20,7 @@ export class AuthFailureLog {
     if (n !== 1 && n % 10 !== 0) return;
     this.#logger.error(
       { status, consecutiveFailures: n, detail },
-      `Loki at ${this.#where} refused the push with HTTP ${status}: check sink.loki.url, tenant_id and ` +
+      `Loki at ${this.#where} refused the push with HTTP ${status}: check ${this.#key}.url, tenant_id and ` +
         `auth_token; batches and checkpoints are held and retried until it is fixed`,
     );
   }

@@ -14,6 +14,7 @@ function present(value: string | null | undefined): string | undefined {
  */
 export function authHeaders(
   settings: Pick<LokiSinkSettings, "tenant_id" | "auth_token" | "auth">,
+  key = "sink.loki",
 ): Record<string, string> {
   const tenant = present(settings.tenant_id);
   const token = present(settings.auth_token);
@@ -21,7 +22,7 @@ export function authHeaders(
   if (mode === "bearer") {
     if (!token) {
       throw new ConfigError(
-        "sink.loki.auth is bearer but no auth_token is set; set sink.loki.auth_token(_file) or use auth: basic.",
+        `${key}.auth is bearer but no auth_token is set; set ${key}.auth_token(_file) or use auth: basic.`,
       );
     }
     return tenant

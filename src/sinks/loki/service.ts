@@ -85,6 +85,8 @@ export interface LokiServiceOptions {
   url: URL;
   /** Where, for operator messages: the URL without userinfo or query. */
   where: string;
+  /** Where its settings are in the config (`sink.loki`), for the hint of a refused push. */
+  configKey?: string;
   authHeaders: Readonly<Record<string, string>>;
   dispatcher: Dispatcher;
   clock: Clock;
@@ -104,7 +106,7 @@ export class LokiService {
     this.#opts = opts;
     this.#responseMs = (opts.deadlines ?? LOKI_DEADLINES).responseMs;
     this.#path = opts.url.pathname + opts.url.search;
-    this.#authLog = new AuthFailureLog(opts.logger, opts.where);
+    this.#authLog = new AuthFailureLog(opts.logger, opts.where, opts.configKey);
   }
 
   /**
@@ -186,7 +188,7 @@ export class LokiService {
     if (status === 401 || status === 403 || status === 404) {
       this.#authLog.failed(status, detail);
       throw new RetryableSinkError(
-        `Loki at ${this.#opts.where} answered HTTP ${status} (${detail}): check sink.loki.url, tenant_id and ` +
+        `Loki at ${this.#opts.where} answered HTTP ${status} (${detail}): check ${this.#opts.configKey ?? "sink.loki"}.url, tenant_id and ` +
           `auth_token; the batch is kept and retried`,
       );
     }

@@ -27,24 +27,26 @@ export interface LokiSinkDeps {
   dispatcher?: Dispatcher;
   /** Push deadlines (tests shorten them); default LOKI_DEADLINES. */
   deadlines?: LokiDeadlines;
+  /** Where its settings are in the config, for operator messages: `sink.loki` or `orgs[<org>].sink.loki`. */
+  configKey?: string;
 }
 
 /** Parses the push URL; userinfo is refused so credentials never ride in a logged URL (upstream #125). */
-function parsePushUrl(raw: string): URL {
+function parsePushUrl(raw: string, key: string): URL {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     throw new ConfigError(
-      `sink.loki.url is not a valid URL; set the full push URL, e.g. https://host/loki/api/v1/push.`,
+      `${key}.url is not a valid URL; set the full push URL, e.g. https://host/loki/api/v1/push.`,
     );
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new ConfigError(`sink.loki.url must be http(s), got ${url.protocol}; set the full Loki push URL.`);
+    throw new ConfigError(`${key}.url must be http(s), got ${url.protocol}; set the full Loki push URL.`);
   }
   if (url.username !== "" || url.password !== "") {
     throw new ConfigError(
-      "sink.loki.url carries credentials; move them to sink.loki.tenant_id and sink.loki.auth_token(_file).",
+      `${key}.url carries credentials; move them to ${key}.tenant_id and ${key}.auth_token(_file).`,
     );
   }
   return url;
@@ -83,8 +85,9 @@ export class LokiSink implements Sink {
 
   constructor(settings: LokiSinkSettings, deps: LokiSinkDeps = {}) {
     guardStaticLabels(settings.labels);
-    const url = parsePushUrl(settings.url);
-    const headers = authHeaders(settings);
+    const key = deps.configKey ?? "sink.loki";
+    const url = parsePushUrl(settings.url, key);
+    const headers = authHeaders(settings, key);
     this.#logger = (deps.logger ?? silentLogger).child({ component: "loki-sink" });
     this.#format = wireFormatOf(settings);
     if (settings.encoding === "json" && settings.compression === "snappy") {
@@ -103,6 +106,7 @@ export class LokiSink implements Sink {
     this.#service = new LokiService({
       url,
       where: `${url.origin}${url.pathname}`,
+      configKey: key,
       authHeaders: headers,
       dispatcher: deps.dispatcher ?? this.#ownedPool!,
       clock: this.#clock,
