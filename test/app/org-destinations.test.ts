@@ -242,7 +242,7 @@ test("per-destination budgets: persisted under their own keys, continued after a
       if (prodEvents < EVENTS || base === undefined) return false;
       const r = await fetch(`${base}/readyz`);
       ready = `${String(r.status)} ${await r.text()}`;
-      if (r.status !== 503) return false;
+      if (!ready.includes("Loki destination 'emea'")) return false;
       status = (await (await fetch(`${base}/statusz`)).json()) as typeof status;
       metrics = await (await fetch(`${base}/metrics`)).text();
       return true;
