@@ -36,8 +36,6 @@ export interface WiringDeps {
   meter?: Meter;
   /** Replaces the top-level destination's Loki sink (tests); the real one is built from `sink.loki`. */
   sink?: Sink;
-  /** Replaces an org's own destination's Loki sink (tests); undefined builds the real one. */
-  sinkFor?: (destination: LokiDestination) => Sink | undefined;
   /** Replaces the configured coordinator (tests drive leadership by hand); fence wiring still applies. */
   coordinator?: BuiltCoordinator;
   /**
@@ -163,9 +161,8 @@ function wireDestination(
     ? common
     : { ...common, logger: common.logger.child({ destination: destination.name }) };
   // Its messages name the keys to fix: `orgs[<org>].sink.loki.url`, not the top-level one.
-  const inner =
-    (main ? deps.sink : deps.sinkFor?.(destination)) ??
-    createLokiSink(destination.loki, { ...own, configKey: destination.where });
+  const built = (): Sink => createLokiSink(destination.loki, { ...own, configKey: destination.where });
+  const inner = main ? (deps.sink ?? built()) : built();
   const settings = destination.loki.egress;
   const egress = egressConfigured(settings)
     ? new GovernedSink(inner, settings, {
