@@ -2,14 +2,12 @@
 // `orgs[].sink.loki`. A destination is a Loki push URL plus the tenant and credentials sent to it; orgs
 // that resolve to the same ones share it (one connection pool, one egress governor, one daily budget).
 // Pure and offline: `--check` and the daemon resolve the same list.
+import { BUDGET_KEY } from "../egress/budget.ts";
 import { ConfigError } from "../errors.ts";
 import type { Config } from "./schema.ts";
 
 type LokiConfig = Config["sink"]["loki"];
 export type EgressConfig = LokiConfig["egress"];
-
-/** The top-level destination's budget key: the Python version's, byte for byte. */
-export const DEFAULT_BUDGET_KEY = "egress:budget";
 
 export interface LokiDestination {
   /** "" for the top-level `sink.loki`; otherwise the first org (in config order) that sends to it. */
@@ -20,7 +18,7 @@ export interface LokiDestination {
   loki: LokiConfig;
   /** Where its settings are, for operator messages: `sink.loki`, or `orgs[<org>].sink.loki`. */
   where: string;
-  /** Checkpoint key of its daily budget counter. */
+  /** Checkpoint key of its daily budget counter: `egress:budget` (the Python key) for the top-level one. */
   budgetKey: string;
 }
 
@@ -80,7 +78,7 @@ export function resolveDestinations(config: Config): LokiDestination[] {
     orgs: [],
     loki: top,
     where: "sink.loki",
-    budgetKey: DEFAULT_BUDGET_KEY,
+    budgetKey: BUDGET_KEY,
   };
   const byIdentity = new Map<string, LokiDestination>([[identity(top), main]]);
   const out = [main];
@@ -98,7 +96,7 @@ export function resolveDestinations(config: Config): LokiDestination[] {
         orgs: [],
         loki,
         where: `orgs[${org.name}].sink.loki`,
-        budgetKey: `${DEFAULT_BUDGET_KEY}:${org.name}`,
+        budgetKey: `${BUDGET_KEY}:${org.name}`,
       };
       byIdentity.set(key, dest);
       out.push(dest);
