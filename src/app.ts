@@ -123,10 +123,15 @@ class RunningApp implements App {
       meter: metrics.meter,
       logger: this.#log,
       leading: () => this.#leading(),
-      progress: () => graph.pipeline.progress(),
+      // A budget pause is taken out per destination: its lanes are not work the watchdog waits on,
+      // every other destination's lanes still are (#123). So `hold` never says paused for the whole
+      // pipeline; it only carries when the last pause ended, so the paused time is not held against it.
+      progress: () => graph.pipeline.progress(governors.pausedRoutes()),
       storeFailing: () => graph.store.failing(STORE_UNREADY_AFTER_MS),
       onStall: (reason) => graph.coordinator.resign(reason),
-      ...(governors.configured ? { hold: () => governors.hold() } : {}),
+      ...(governors.configured
+        ? { hold: () => ({ paused: false, resumedAtMono: governors.lastResumedMono() }) }
+        : {}),
     });
   }
 

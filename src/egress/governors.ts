@@ -55,19 +55,23 @@ export class EgressGovernors {
   }
 
   /**
-   * For the watchdog: held while any destination is paused. A paused destination holds only its own
-   * lanes, so a stall elsewhere during a pause goes unnoticed until the pause ends (docs/egress.md).
+   * The pipeline routes a budget pause holds right now ("" is the top-level destination's, else the
+   * destination's name): the watchdog leaves their lanes out, and still watches every other lane.
    */
-  hold(): { paused: boolean; resumedAtMono: number | undefined } {
-    let paused = false;
-    let resumedAtMono: number | undefined;
+  pausedRoutes(): Set<string> {
+    const routes = new Set<string>();
+    for (const g of this.all) if (g.hold().paused) routes.add(g.destination?.name ?? "");
+    return routes;
+  }
+
+  /** When the last pause of any destination ended: the time spent paused is not held against anyone. */
+  lastResumedMono(): number | undefined {
+    let last: number | undefined;
     for (const g of this.all) {
-      const h = g.hold();
-      paused ||= h.paused;
-      if (h.resumedAtMono !== undefined && (resumedAtMono === undefined || h.resumedAtMono > resumedAtMono))
-        resumedAtMono = h.resumedAtMono;
+      const at = g.hold().resumedAtMono;
+      if (at !== undefined && (last === undefined || at > last)) last = at;
     }
-    return { paused, resumedAtMono };
+    return last;
   }
 
   /** The /statusz egress section. */

@@ -13,7 +13,7 @@ import { PipelineBusyError } from "./errors.ts";
 import type { LaneStatus } from "./lane.ts";
 import { PipelineMetrics } from "./metrics.ts";
 import type { ProgressReport } from "./progress.ts";
-import { PipelineRun } from "./run.ts";
+import { PipelineRun, routeOfLane } from "./run.ts";
 import { DEFAULT_SHUTDOWN_GRACE_MS, validateBatchSettings, type BatchSettings } from "./settings.ts";
 
 /**
@@ -155,15 +155,18 @@ export class Pipeline {
     for (const [key, lane] of this.#run?.lanes ?? []) {
       const since = lane.failingSince();
       if (since === undefined || (first !== undefined && since >= first.sinceMono)) continue;
-      const at = key.indexOf("@");
-      first = { sinceMono: since, route: at < 0 ? "" : key.slice(at + 1) };
+      first = { sinceMono: since, route: routeOfLane(key) };
     }
     return first;
   }
 
-  /** The running run's progress (the watchdog's input); undefined when nothing runs. */
-  progress(): ProgressReport | undefined {
-    return this.#running ? this.#run?.progress() : undefined;
+  /**
+   * The running run's progress (the watchdog's input); undefined when nothing runs. The lanes of
+   * `held` routes ("" is the main one) are left out: a paused destination is not a stalled pipeline,
+   * and the other destinations' lanes are still watched.
+   */
+  progress(held?: ReadonlySet<string>): ProgressReport | undefined {
+    return this.#running ? this.#run?.progress(held) : undefined;
   }
 
   /** After a demotion drained: the next acquisition re-reads what another leader committed. */

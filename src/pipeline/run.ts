@@ -23,6 +23,12 @@ import type { BatchSettings } from "./settings.ts";
 /** How long a torn-down run waits for its tasks to notice before it returns anyway. */
 const TEARDOWN_SETTLE_MS = 1000;
 
+/** The route a lane key belongs to: "" for `streaming`/`bulk`, `<route>` for `<lane>@<route>`. */
+export function routeOfLane(key: string): string {
+  const at = key.indexOf("@");
+  return at < 0 ? "" : key.slice(at + 1);
+}
+
 /** Sources and the sink their entries go to, through lanes of their own. */
 export interface RunRoute {
   /** "" for the main route (lanes `streaming`, `bulk`); else its lanes are `<lane>@<name>`. */
@@ -92,10 +98,14 @@ export class PipelineRun {
       }
   }
 
-  /** For the watchdog: whether this run has work, and how long since it last moved or tried. */
-  progress(): ProgressReport {
+  /**
+   * For the watchdog: whether this run has work, and how long since it last moved or tried. Lanes of
+   * `held` routes (deliberately paused: an egress budget) do not count as work.
+   */
+  progress(held?: ReadonlySet<string>): ProgressReport {
     let pending = false;
-    for (const lane of this.lanes.values()) {
+    for (const [key, lane] of this.lanes) {
+      if (held?.has(routeOfLane(key))) continue;
       const st = lane.status();
       if (st.queued_entries + st.batching_entries + st.in_flight + st.awaiting_commit > 0) pending = true;
     }

@@ -6,7 +6,15 @@ import assert from "node:assert/strict";
 import { Pipeline } from "../../src/pipeline/pipeline.ts";
 import { DEFAULT_BATCH_SETTINGS } from "../../src/pipeline/settings.ts";
 import { ManualClock } from "../../src/util/clock.ts";
-import { entry, FakeSink, MemoryStore, ScriptedSource, settle, waitUntil } from "../support/fakes.ts";
+import {
+  ChannelSource,
+  entry,
+  FakeSink,
+  MemoryStore,
+  ScriptedSource,
+  settle,
+  waitUntil,
+} from "../support/fakes.ts";
 
 const ENTRIES = 30;
 
@@ -88,5 +96,40 @@ test("a retryable failure on one route re-sends only that route's batch, never t
     for (const e of call.entries) assert.equal(e.checkpoint.key, "org=emea:eventlog_objects:B");
   }
   stop.abort();
+  await running;
+});
+
+test("the watchdog's view: a held route's lanes are not pending work, another route's stuck lanes still are", async () => {
+  const clock = new ManualClock({ auto: false });
+  const main = new FakeSink();
+  const held = new FakeSink();
+  held.stall();
+  const live = new ChannelSource("eventlog_objects");
+  const store = new MemoryStore();
+  const pipeline = new Pipeline({
+    sources: [live],
+    sink: main,
+    routes: [{ name: "emea", sources: [source("org=emea:eventlog_objects:B")], sink: held }],
+    store,
+    batch: { ...DEFAULT_BATCH_SETTINGS, max_entries: 10, flush_interval_ms: 250 },
+    shutdown_grace_ms: 1_000,
+    clock,
+  });
+  const stop = new AbortController();
+  const running = pipeline.run(stop.signal);
+  await waitUntil(() => held.pending().length > 0, "the held route's pushes");
+  const emea = new Set(["emea"]);
+  assert.equal(pipeline.progress()?.pending, true, "without the hold, the held lanes are work");
+  assert.equal(pipeline.progress(emea)?.pending, false, "a paused destination alone is not a stall");
+  // Now the other route gets work its sink never answers: that is still watched during the pause.
+  main.stall();
+  live.emit(...Array.from({ length: 10 }, (_, i) => entry("eventlog_objects:A", String(i))));
+  await waitUntil(() => main.pending().length > 0, "route A's stuck push");
+  assert.equal(pipeline.progress(emea)?.pending, true);
+  clock.advance(5_000);
+  assert.ok((pipeline.progress(emea)?.sinceProgressMs ?? 0) >= 5_000, "and it makes no progress");
+  stop.abort();
+  await settle();
+  clock.advance(1_000);
   await running;
 });
