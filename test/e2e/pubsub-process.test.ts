@@ -49,7 +49,15 @@ test("kill -9 of the daemon mid-stream, then a restart: nothing lost, duplicates
 test("a stalled Loki stops Salesforce: no outstanding credit, buffered bytes within the lane budget", async (t) => {
   const topics = ["/event/LoginEventStream"];
   const world = await startDemoWorld({ seed: 5, eventsPerTopic: 50_000, topics });
-  t.after(() => world.stop());
+  const stop = new AbortController();
+  const running: Promise<void>[] = [];
+  // A failed assertion still stops the daemon before the world it talks to.
+  t.after(async () => {
+    world.loki.faults.release();
+    stop.abort();
+    await Promise.all(running);
+    await world.stop();
+  });
   const budget = 1_048_576;
   const tree = deepMerge(world.config(join(tempDir(), "state.json")), {
     sources: { pubsub: { bridge_max_bytes: 262_144 } },
@@ -59,8 +67,7 @@ test("a stalled Loki stops Salesforce: no outstanding credit, buffered bytes wit
   });
   const app = createApp(validateConfig(tree));
   world.loki.faults.stall();
-  const stop = new AbortController();
-  const run = app.run(stop.signal);
+  running.push(app.run(stop.signal));
 
   // Wait until credit stops moving: the client asked for nothing more while the pipeline was full.
   let requested = -1;
@@ -85,7 +92,5 @@ test("a stalled Loki stops Salesforce: no outstanding credit, buffered bytes wit
 
   world.loki.faults.release();
   await waitFor(() => delivered(world) === 50_000, 30_000, "delivery after the stall");
-  stop.abort();
-  await run;
   assert.equal(world.stats()["/event/LoginEventStream"]?.duplicates, 0);
 });
