@@ -9,7 +9,12 @@ import { groupStreams } from "../src/sinks/loki/streams.ts";
 import { encodePushRequest } from "../src/sinks/loki/encode-protobuf.ts";
 import { encodeRequestSync } from "../src/sinks/loki/request.ts";
 
-const BASE_MS = Date.UTC(2026, 0, 1);
+/**
+ * The top of the previous hour: recent enough for Loki's age limit (the sink refuses entries older than
+ * `sink.loki.limits.reject_old_samples_max_age` before sending, so a fixed past date would bench nothing),
+ * and the same for every run within the hour.
+ */
+const BASE_MS = (Math.floor(Date.now() / 3_600_000) - 1) * 3_600_000;
 
 /** Entries shaped like the Python benchmark's corpus: ~280-byte JSON lines, ApiEvent rows. */
 export function makeCorpus(n: number): LogEntry[] {

@@ -95,9 +95,55 @@ const CHILD_BENCHES: ChildBench[] = [
       source_ratio: "higher",
     },
   },
-  // The lead wires the EventLogFile-memory and Pub/Sub steady-stream scripts in here, e.g.
-  // { key: "eventlogfile_daemon", script: "eventlogfile-daemon.ts", args: ..., figures: { ... } },
+  {
+    // The daemon's EventLogFile drain (issue #15's bar: 1M rows < 10 s, peak RSS < 200 MiB, flat to 5M,
+    // CPU >= 80 % of wall), with the daemon's V8 flags and without. `--large` adds the 5M-row run (~2 min).
+    key: "elf_daemon",
+    script: "eventlogfile-daemon.ts",
+    args: (quick) =>
+      quick ? ["100000"] : ["250000", "1000000", ...(process.argv.includes("--large") ? ["5000000"] : [])],
+    figures: quickOr(
+      {
+        flags_100000_seconds: "lower",
+        flags_100000_peak_rss_mib: "lower",
+        flags_100000_cpu_over_wall: "higher",
+      },
+      {
+        flags_250000_cpu_over_wall: "higher",
+        flags_250000_peak_rss_mib: "lower",
+        flags_1000000_seconds: "lower",
+        flags_1000000_cpu_seconds: "lower",
+        flags_1000000_cpu_over_wall: "higher",
+        flags_1000000_peak_rss_mib: "lower",
+        none_1000000_peak_rss_mib: "lower",
+        none_1000000_cpu_seconds: "lower",
+      },
+    ),
+  },
+  {
+    // A steady 3-topic Pub/Sub stream at 5k events/s through the daemon (bar: RSS < 150 MiB after 60 s).
+    key: "pubsub_steady",
+    script: "pubsub-steady.ts",
+    args: (quick) => (quick ? ["10", "5000"] : ["60", "5000"]),
+    figures: { rss_end_mib: "lower", peak_rss_mib: "lower", cpu_over_wall: "lower" },
+  },
+  {
+    // The daemon's RSS after start, idle and on the demo config with a file or an S3 store.
+    key: "startup",
+    script: "startup-rss.ts",
+    args: (quick) => (quick ? ["3"] : ["8"]),
+    figures: {
+      idle_file_store_rss_end_mib: "lower",
+      demo_file_store_rss_end_mib: "lower",
+      demo_s3_store_rss_end_mib: "lower",
+    },
+  },
 ];
+
+/** The figures a child prints depend on `--quick` when its sizes do. */
+function quickOr(quick: Record<string, Better>, full: Record<string, Better>): Record<string, Better> {
+  return process.argv.includes("--quick") ? quick : full;
+}
 
 /** Runs `node bench/<script> ...args` and returns the last stdout line as JSON. */
 async function runChildBench(script: string, args: string[]): Promise<Record<string, unknown>> {
