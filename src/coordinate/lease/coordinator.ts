@@ -30,6 +30,13 @@ export interface LeaseCoordinatorOptions {
   epochFloor?: (signal: AbortSignal) => Promise<number | undefined>;
   /** Bound on one backend call. Default: renewInterval / 2. */
   callTimeoutMs?: number;
+  /**
+   * Sharding: claim only while this says yes. The campaign keeps reading (and timing) the lease either
+   * way, so the moment the gate opens an expired lease is taken at once, without a fresh ttl of watching.
+   */
+  gate?: () => boolean;
+  /** How often a standby re-reads the lease. Default: renewInterval. */
+  standbyPollMs?: number;
 }
 
 type ClaimOutcome = "won" | "conflict" | "failed" | "stopped";
@@ -57,6 +64,8 @@ export class LeaseCoordinator implements Coordinator {
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #epochFloor: LeaseCoordinatorOptions["epochFloor"];
+  readonly #gate: (() => boolean) | undefined;
+  readonly #standbyPollMs: number;
 
   #running = false;
   #leader = false;
@@ -72,6 +81,10 @@ export class LeaseCoordinator implements Coordinator {
   #term = new AbortController();
   /** Set by resign() for the current term: why it was given up. */
   #resigned: AbortController | undefined;
+  /** Set by handOver() for the current term: drain while still leading, then release. */
+  #handover: AbortController | undefined;
+  /** Aborted by nudge(): the campaign re-reads now instead of at its next poll. */
+  #nudge = new AbortController();
 
   constructor(opts: LeaseCoordinatorOptions) {
     this.#backend = opts.backend;
@@ -88,6 +101,8 @@ export class LeaseCoordinator implements Coordinator {
       identity: opts.identity,
     });
     this.#epochFloor = opts.epochFloor;
+    this.#gate = opts.gate;
+    this.#standbyPollMs = opts.standbyPollMs ?? opts.renewIntervalMs;
   }
 
   /** True while we hold the lease and its last renewal is recent enough to commit under it. */
@@ -133,6 +148,24 @@ export class LeaseCoordinator implements Coordinator {
     this.#endTerm(`resigned: ${reason}`);
     resigned.abort();
     return true;
+  }
+
+  /**
+   * Sharding's clean hand-over: the term ends like a stop (onLose("stopping") while still leading, so
+   * the drain commits), the lease is released at once, and the campaign resumes with no ttl back-off
+   * (the gate keeps it from taking the lease straight back). False when nothing is held.
+   */
+  handOver(reason: string): boolean {
+    const handover = this.#handover;
+    if (!this.#leader || !handover || handover.signal.aborted) return false;
+    this.#log.info({ reason, epoch: this.#epoch }, "handing the lease over: draining, then releasing it");
+    handover.abort();
+    return true;
+  }
+
+  /** A standby re-reads the lease now (its gate just opened), not at its next poll. */
+  nudge(): void {
+    this.#nudge.abort();
   }
 
   checkFence(): void {
@@ -186,16 +219,18 @@ export class LeaseCoordinator implements Coordinator {
   /** Loops until we hold the lease (true) or `signal` aborts (false). */
   async #campaign(signal: AbortSignal): Promise<boolean> {
     while (!signal.aborted) {
+      // A nudge that lands during this round's read cuts its pause short; an older one is spent.
+      if (this.#nudge.signal.aborted) this.#nudge = new AbortController();
       const snap = await this.#readForCampaign(signal);
-      let waitMs = this.#renewMs;
-      if (snap !== UNREADABLE && this.#claimable(snap)) {
+      let waitMs = this.#standbyPollMs;
+      if (snap !== UNREADABLE && this.#claimable(snap) && (this.#gate?.() ?? true)) {
         const outcome = await this.#claim(snap, signal);
         if (outcome === "won") return true;
         if (outcome === "stopped") return false;
         // A lost race is settled by the next read; the short pause only keeps a flapping backend polite.
         if (outcome === "conflict") waitMs = Math.max(this.#backend.confirmDelayMs, this.#renewMs / 10);
       }
-      if (!(await pause(this.#clock, waitMs, signal))) return false;
+      await pause(this.#clock, waitMs, AbortSignal.any([signal, this.#nudge.signal]));
     }
     return false;
   }
@@ -334,12 +369,17 @@ export class LeaseCoordinator implements Coordinator {
   async #lead(callbacks: LeadershipCallbacks): Promise<"ended" | "resigned"> {
     const hold = new AbortController();
     const resigned = new AbortController();
+    const handover = new AbortController();
     this.#term = new AbortController();
     this.#resigned = resigned;
+    this.#handover = handover;
     const holding = this.#hold(hold.signal);
     try {
       await callbacks.onAcquire();
-      await settledOrAborted(holding, AbortSignal.any([callbacks.signal, resigned.signal]));
+      await settledOrAborted(
+        holding,
+        AbortSignal.any([callbacks.signal, resigned.signal, handover.signal]),
+      );
     } finally {
       const why: LossReason = this.#leader ? "stopping" : "lost";
       try {
