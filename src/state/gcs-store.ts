@@ -87,6 +87,14 @@ export class GcsBackend implements ObjectBackend {
     return this.#bucket.file(this.#settings.object_name);
   }
 
+  list(prefix: string, signal: AbortSignal): Promise<string[]> {
+    return withGcsDeadline(this.#timeoutMs, signal, `listing of gs://${this.#settings.bucket}/${prefix}`, async () => {
+      this.#bucket ??= new Storage(this.#options).bucket(this.#settings.bucket);
+      const [files] = await this.#bucket.getFiles({ prefix, autoPaginate: true });
+      return files.map((f) => f.name);
+    });
+  }
+
   get(signal: AbortSignal): Promise<StoredObject | undefined> {
     return withGcsDeadline(this.#timeoutMs, signal, `download of ${this.hints.location}`, (bound) =>
       this.#download(bound),

@@ -28,6 +28,11 @@ export interface ObjectBackend {
   /** Writes the whole object under the precondition; resolves to the new token (undefined if none came back). */
   put(bytes: Uint8Array, precondition: Precondition, signal: AbortSignal): Promise<string | undefined>;
   classify(err: unknown): ErrorClass;
+  /**
+   * The names of the objects under `prefix` in the same bucket or container (sharding's membership
+   * leases). One listing, every page read; optional because the checkpoint stores never list.
+   */
+  list?(prefix: string, signal: AbortSignal): Promise<string[]>;
   /** Releases the client; the next call creates a new one. Idempotent. */
   close(): Promise<void>;
 }

@@ -3,6 +3,7 @@
 // which knows the attempt number and verifies before it calls a 412 a conflict.
 import {
   GetObjectCommand,
+  ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
   type PutObjectCommandInput,
@@ -118,6 +119,24 @@ export class S3Backend implements ObjectBackend {
     };
     const resp = await this.#s3().send(new PutObjectCommand(input), { abortSignal: signal });
     return resp.ETag;
+  }
+
+  async list(prefix: string, signal: AbortSignal): Promise<string[]> {
+    const keys: string[] = [];
+    let token: string | undefined;
+    do {
+      const resp = await this.#s3().send(
+        new ListObjectsV2Command({
+          Bucket: this.#settings.bucket,
+          Prefix: prefix,
+          ...(token ? { ContinuationToken: token } : {}),
+        }),
+        { abortSignal: signal },
+      );
+      for (const o of resp.Contents ?? []) if (o.Key !== undefined) keys.push(o.Key);
+      token = resp.IsTruncated ? resp.NextContinuationToken : undefined;
+    } while (token);
+    return keys;
   }
 
   classify(err: unknown): ErrorClass {

@@ -8,7 +8,7 @@ import type { ObjectStoreHints } from "../errors.ts";
 import type { ErrorClass, ObjectBackend, Precondition, StoredObject } from "../object-backend.ts";
 import type { AzureStateSettings } from "../settings.ts";
 import { classifyAzureError, isBlobNotFound } from "./classify.ts";
-import { azureBlobClient } from "./client.ts";
+import { azureBlobClient, azureContainerClient } from "./client.ts";
 
 export interface AzureBackendOptions {
   /** Where the settings sit in the config, for messages: `state.azure` (default), `coordinate.azure_lease`. */
@@ -55,6 +55,13 @@ export class AzureBackend implements ObjectBackend {
       if (isBlobNotFound(err)) return undefined;
       throw err;
     }
+  }
+
+  async list(prefix: string, signal: AbortSignal): Promise<string[]> {
+    const container = azureContainerClient(await this.#blob(), this.#settings.container, this.#pipeline);
+    const names: string[] = [];
+    for await (const item of container.listBlobsFlat({ prefix, abortSignal: signal })) names.push(item.name);
+    return names;
   }
 
   async put(bytes: Uint8Array, precondition: Precondition, signal: AbortSignal): Promise<string | undefined> {

@@ -1,7 +1,12 @@
 // Builds the Azure Blob client for one blob from the `state.azure` / `coordinate.azure_lease` settings.
 // The SDK's own retries are off (maxTries 1): a retried conditional upload must pass through our loop,
 // which knows the attempt number and verifies before it calls a 412 a conflict.
-import { BlobServiceClient, type BlockBlobClient, type StoragePipelineOptions } from "@azure/storage-blob";
+import {
+  BlobServiceClient,
+  ContainerClient,
+  type BlockBlobClient,
+  type StoragePipelineOptions,
+} from "@azure/storage-blob";
 import type { AzureStateSettings } from "../settings.ts";
 import { accountUrl, connectionString } from "./account.ts";
 
@@ -24,6 +29,19 @@ export function azureBlobClient(
   return serviceClient(settings, section, { ...azurePipelineOptions(), ...overrides }).then((service) =>
     service.getContainerClient(settings.container).getBlockBlobClient(settings.blob_name),
   );
+}
+
+/** The container of `blob`, on the same credential and pipeline (listing membership leases). */
+export function azureContainerClient(
+  blob: BlockBlobClient,
+  container: string,
+  overrides: StoragePipelineOptions = {},
+): ContainerClient {
+  const url = new URL(blob.url);
+  // The blob name may hold slashes: cut the path at the container, keeping any query (a SAS).
+  const segment = `/${encodeURIComponent(container)}/`;
+  url.pathname = url.pathname.slice(0, url.pathname.indexOf(segment) + segment.length - 1);
+  return new ContainerClient(url.toString(), blob.credential, { ...azurePipelineOptions(), ...overrides });
 }
 
 async function serviceClient(
