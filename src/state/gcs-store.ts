@@ -88,11 +88,16 @@ export class GcsBackend implements ObjectBackend {
   }
 
   list(prefix: string, signal: AbortSignal): Promise<string[]> {
-    return withGcsDeadline(this.#timeoutMs, signal, `listing of gs://${this.#settings.bucket}/${prefix}`, async () => {
-      this.#bucket ??= new Storage(this.#options).bucket(this.#settings.bucket);
-      const [files] = await this.#bucket.getFiles({ prefix, autoPaginate: true });
-      return files.map((f) => f.name);
-    });
+    return withGcsDeadline(
+      this.#timeoutMs,
+      signal,
+      `listing of gs://${this.#settings.bucket}/${prefix}`,
+      async () => {
+        this.#bucket ??= new Storage(this.#options).bucket(this.#settings.bucket);
+        const [files] = await this.#bucket.getFiles({ prefix, autoPaginate: true });
+        return files.map((f) => f.name);
+      },
+    );
   }
 
   get(signal: AbortSignal): Promise<StoredObject | undefined> {

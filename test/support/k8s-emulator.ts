@@ -1,5 +1,5 @@
-// A loopback Kubernetes API server for the coordination.k8s.io/v1 Lease subset: GET, POST (create),
-// PUT (replace with the resourceVersion precondition) and DELETE, answering Status objects the way the
+// A loopback Kubernetes API server for the coordination.k8s.io/v1 Lease subset: GET, LIST (by an
+// equality label selector), POST (create), PUT (replace with the resourceVersion precondition) and DELETE, answering Status objects the way the
 // real API server does (404 NotFound, 409 AlreadyExists/Conflict, 422 Invalid). Every write is recorded.
 // Faults are injected at the wire: latency, error statuses, a partition that holds one client's
 // requests (by bearer token) until healed, and a barrier that releases N requests at once.
@@ -168,11 +168,11 @@ export class K8sEmulator {
       result = [failure.status, status(failure.status, "InternalError", "injected failure")];
     } else if (dryRun) {
       const before = new Map(this.#leases);
-      result = this.#apply(method, route, body);
+      result = this.#apply(method, route, body, "");
       this.#leases.clear();
       for (const [k, v] of before) this.#leases.set(k, v);
     } else {
-      result = this.#apply(method, route, body);
+      result = this.#apply(method, route, body, url.searchParams.get("labelSelector") ?? "");
     }
     if (method !== "GET") {
       const name = route.name ?? str((body.metadata as Json | undefined)?.name) ?? "";
@@ -191,8 +191,9 @@ export class K8sEmulator {
     send(res, ...result);
   }
 
-  #apply(method: Method, route: Route, body: Json): [number, Json] {
+  #apply(method: Method, route: Route, body: Json, labelSelector: string): [number, Json] {
     const { namespace } = route;
+    if (method === "GET" && route.name === undefined) return [200, this.#list(namespace, labelSelector)];
     if (method === "POST") {
       if (route.name !== undefined) return [405, status(405, "MethodNotAllowed", "POST to a named Lease")];
       const name = str((body.metadata as Json | undefined)?.name);
@@ -236,6 +237,27 @@ export class K8sEmulator {
       ];
     }
     return [200, this.#store(namespace, name, body, current)];
+  }
+
+  /** A LeaseList; the selector supports `k=v` terms joined by commas, as sharding sends. */
+  #list(namespace: string, labelSelector: string): Json {
+    const terms = labelSelector
+      .split(",")
+      .filter((t) => t !== "")
+      .map((t) => t.split("=") as [string, string]);
+    const items = [...this.#leases.entries()]
+      .filter(([key]) => key.startsWith(`${namespace}/`))
+      .map(([, lease]) => lease)
+      .filter((lease) => {
+        const labels = ((lease.metadata as Json).labels ?? {}) as Record<string, string>;
+        return terms.every(([k, v]) => labels[k] === v);
+      });
+    return {
+      kind: "LeaseList",
+      apiVersion: "coordination.k8s.io/v1",
+      metadata: { resourceVersion: String(this.#resourceVersion) },
+      items,
+    };
   }
 
   #store(namespace: string, name: string, body: Json, previous?: Json): Json {

@@ -1,4 +1,5 @@
-// A path-style S3 emulator for the real @aws-sdk/client-s3: GET/PUT/HEAD/DELETE on /bucket/key, quoted
+// A path-style S3 emulator for the real @aws-sdk/client-s3: GET/PUT/HEAD/DELETE on /bucket/key,
+// ListObjectsV2 (`GET /bucket?list-type=2&prefix=`, one page), quoted
 // MD5 ETags, If-Match / If-None-Match on PUT, and XML error bodies shaped the way S3 sends them.
 import { createHash, randomUUID } from "node:crypto";
 import {
@@ -38,7 +39,10 @@ class S3Protocol implements InMemoryProtocol<S3StoredObject, S3Write> {
   handle(req: RecordedRequest): EmulatorResponse {
     const { bucket, key } = splitPath(req.path);
     if (!this.buckets.has(bucket)) return this.errorResponse(req, 404, "NoSuchBucket", "bucket not found");
-    if (key === "") return this.errorResponse(req, 400, "InvalidRequest", "listing is not emulated");
+    if (key === "" && req.method === "GET" && req.query.get("list-type") === "2") {
+      return this.#list(bucket, req.query.get("prefix") ?? "");
+    }
+    if (key === "") return this.errorResponse(req, 400, "InvalidRequest", "only ListObjectsV2 is emulated");
     const id = `${bucket}/${key}`;
     const current = this.objects.get(id);
     switch (req.method) {
@@ -67,6 +71,25 @@ class S3Protocol implements InMemoryProtocol<S3StoredObject, S3Write> {
       default:
         return this.errorResponse(req, 405, "MethodNotAllowed", "method not allowed");
     }
+  }
+
+  #list(bucket: string, prefix: string): EmulatorResponse {
+    const entries = [...this.objects.entries()]
+      .filter(([id]) => id.startsWith(`${bucket}/${prefix}`))
+      .map(([id, o]) => ({ key: id.slice(bucket.length + 1), o }))
+      .sort((a, b) => (a.key < b.key ? -1 : 1));
+    const contents = entries
+      .map(
+        ({ key, o }) =>
+          `<Contents><Key>${xml(key)}</Key><LastModified>${o.lastModified.toISOString()}</LastModified>` +
+          `<ETag>${xml(o.etag)}</ETag><Size>${o.bytes.length}</Size><StorageClass>STANDARD</StorageClass></Contents>`,
+      )
+      .join("");
+    const body =
+      `<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">` +
+      `<Name>${xml(bucket)}</Name><Prefix>${xml(prefix)}</Prefix><KeyCount>${entries.length}</KeyCount>` +
+      `<MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>${contents}</ListBucketResult>`;
+    return { status: 200, headers: { "content-type": "application/xml" }, body };
   }
 
   #checkPreconditions(
@@ -116,6 +139,10 @@ class S3Protocol implements InMemoryProtocol<S3StoredObject, S3Write> {
       `<HostId>emulator</HostId></Error>`;
     return { status, headers, body };
   }
+}
+
+function xml(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }
 
 function splitPath(path: string): { bucket: string; key: string } {

@@ -31,6 +31,11 @@ export interface LeaseApi {
   replace(body: LeaseObject, signal: AbortSignal, opts?: { dryRun?: boolean }): Promise<LeaseObject>;
 }
 
+/** Lists the namespace's Leases by label selector (sharding's membership leases; RBAC verb `list`). */
+export interface LeaseListApi {
+  list(labelSelector: string, signal: AbortSignal): Promise<LeaseObject[]>;
+}
+
 /** The HTTP status of a failed API call (ApiException.code), if it got that far. */
 export function apiStatus(err: unknown): number | undefined {
   const code = (err as { code?: unknown } | null)?.code;

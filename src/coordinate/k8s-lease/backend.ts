@@ -10,6 +10,8 @@ export interface K8sLeaseBackendOptions {
   name: string;
   /** Opens the API client; called at the top of `run`, so building the coordinator stays offline. */
   connect: () => Promise<LeaseApi>;
+  /** Set on every write (sharding labels its Leases so one list by selector finds them). */
+  labels?: Record<string, string>;
 }
 
 export class K8sLeaseBackend implements LeaseBackend {
@@ -19,6 +21,7 @@ export class K8sLeaseBackend implements LeaseBackend {
   readonly #namespace: string;
   readonly #name: string;
   readonly #connect: () => Promise<LeaseApi>;
+  readonly #labels: Record<string, string> | undefined;
   #api: LeaseApi | undefined;
   /** The Lease as last read or written, so a replace keeps the fields we do not own. */
   #last: LeaseObject | undefined;
@@ -27,6 +30,7 @@ export class K8sLeaseBackend implements LeaseBackend {
     this.#namespace = opts.namespace;
     this.#name = opts.name;
     this.#connect = opts.connect;
+    this.#labels = opts.labels;
     this.where = `${opts.namespace}/${opts.name}`;
   }
 
@@ -57,6 +61,7 @@ export class K8sLeaseBackend implements LeaseBackend {
     const base =
       expected !== undefined && this.#last?.metadata.resourceVersion === expected ? this.#last : undefined;
     const body = leaseBody(record, this.#name, this.#namespace, expected, base);
+    if (this.#labels) body.metadata.labels = { ...body.metadata.labels, ...this.#labels };
     try {
       const api = this.#client();
       const lease = expected === undefined ? await api.create(body, signal) : await api.replace(body, signal);

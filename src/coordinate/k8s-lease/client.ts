@@ -11,7 +11,7 @@ import {
   type ObservableMiddleware,
 } from "@kubernetes/client-node";
 import { ConfigError, describeError } from "../../errors.ts";
-import type { LeaseApi, LeaseObject } from "./api.ts";
+import type { LeaseApi, LeaseListApi, LeaseObject } from "./api.ts";
 
 export function leaseApiFor(kc: KubeConfig, namespace: string, name: string): LeaseApi {
   const api = kc.makeApiClient(CoordinationV1Api);
@@ -28,6 +28,25 @@ export function leaseApiFor(kc: KubeConfig, namespace: string, name: string): Le
           withSignal(signal),
         ),
       ),
+  };
+}
+
+export function leaseListFor(kc: KubeConfig, namespace: string): LeaseListApi {
+  const api = kc.makeApiClient(CoordinationV1Api);
+  return {
+    list: async (labelSelector, signal) => {
+      const out: LeaseObject[] = [];
+      let cont: string | undefined;
+      do {
+        const page = await api.listNamespacedLease(
+          { namespace, labelSelector, ...(cont ? { _continue: cont } : {}) },
+          withSignal(signal),
+        );
+        for (const lease of page.items) out.push(fromV1(lease));
+        cont = page.metadata?._continue || undefined;
+      } while (cont);
+      return out;
+    },
   };
 }
 
@@ -106,6 +125,14 @@ export function connectLeaseApi(
   settings: K8sConnectSettings,
   env: NodeJS.ProcessEnv = process.env,
 ): LeaseApi {
+  return leaseApiFor(kubeConfigFor(settings, env), settings.namespace, settings.name);
+}
+
+/** The KubeConfig `connectLeaseApi` uses, for callers that reach several Leases (sharding). */
+export function kubeConfigFor(
+  settings: Omit<K8sConnectSettings, "name">,
+  env: NodeJS.ProcessEnv = process.env,
+): KubeConfig {
   const kc = new KubeConfig();
   if (settings.kubeconfig) {
     try {
@@ -130,5 +157,5 @@ export function connectLeaseApi(
       `the kubeconfig for coordinate.k8s_lease has no current cluster; set its current-context`,
     );
   }
-  return leaseApiFor(kc, settings.namespace, settings.name);
+  return kc;
 }

@@ -376,10 +376,7 @@ export class LeaseCoordinator implements Coordinator {
     const holding = this.#hold(hold.signal);
     try {
       await callbacks.onAcquire();
-      await settledOrAborted(
-        holding,
-        AbortSignal.any([callbacks.signal, resigned.signal, handover.signal]),
-      );
+      await settledOrAborted(holding, AbortSignal.any([callbacks.signal, resigned.signal, handover.signal]));
     } finally {
       const why: LossReason = this.#leader ? "stopping" : "lost";
       try {

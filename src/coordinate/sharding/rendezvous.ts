@@ -47,8 +47,7 @@ export function assignShards(
   const base = Math.floor(s.length / m.length);
   const extra = s.length % m.length;
   const byLoad = [...m].sort(
-    (a, b) =>
-      held.get(b)!.length - held.get(a)!.length || weight(b, "") - weight(a, "") || cmp(a, b),
+    (a, b) => held.get(b)!.length - held.get(a)!.length || weight(b, "") - weight(a, "") || cmp(a, b),
   );
   const quota = new Map(byLoad.map((member, i) => [member, base + (i < extra ? 1 : 0)]));
 

@@ -1,0 +1,154 @@
+// The sharding behaviours every lease backend must show, on virtual time: 3 replicas x 6 orgs converge
+// to 2 each; a dead replica's shards are taken within ttl + renew; a 4th replica gets its share by clean
+// hand-over (no ttl wait); a partitioned replica fences every shard it holds before anyone else can
+// take one; a stop releases every shard lease and the membership lease.
+import assert from "node:assert/strict";
+import { it } from "node:test";
+import { ORGS, RENEW, TTL, type ShardReplica, type ShardSim } from "./sharding-harness.ts";
+
+export interface ShardFixture {
+  sim: ShardSim;
+  /** The stored holder of one org's shard lease, or of a replica's membership lease. */
+  shardHolder(org: string): string | undefined;
+  memberHolder(replica: string): string | undefined;
+  /** Makes a replica's lease writes fail (and hang) from now on. */
+  partition(replica: ShardReplica): void;
+}
+
+/** Measured figures, printed when SF2LOKI_SHARD_FIGURES is set. */
+function report(line: string): void {
+  if (process.env.SF2LOKI_SHARD_FIGURES) console.log(`# figure: ${line}`);
+}
+
+export function shardingScenarios(fixture: () => ShardFixture): void {
+  async function threeConverged(f: ShardFixture): Promise<ShardReplica[]> {
+    const rs = ["r1", "r2", "r3"].map((n) => f.sim.replica(n));
+    const took = await f.sim.until(
+      () => f.sim.balanced(rs, [2, 2, 2]),
+      "3 replicas converge to 2 shards each",
+    );
+    report(`3x6 converged after ${took} virtual ms, ${f.sim.log.length} acquire/lose events`);
+    // And it stays put: no shard moves once balanced.
+    const before = f.sim.log.length;
+    await f.sim.run(2 * TTL);
+    assert.equal(f.sim.log.length, before, `no moves once balanced: ${f.sim.log.slice(before).join(" ")}`);
+    return rs;
+  }
+
+  it("3 replicas x 6 orgs converge to 2 shards each, every shard held once", async () => {
+    const f = fixture();
+    const rs = await threeConverged(f);
+    for (const r of rs) {
+      assert.deepEqual([...r.manager.members], ["r1", "r2", "r3"]);
+      assert.equal(r.manager.fairShare, 2);
+      assert.ok(r.manager.ready(), `${r.name} ready`);
+    }
+    for (const org of ORGS) assert.equal(f.shardHolder(org), f.sim.holders().get(org));
+  });
+
+  it("a replica that dies (stops renewing) has its shards taken within ttl + renew", async () => {
+    const f = fixture();
+    const [r1, r2, r3] = await threeConverged(f);
+    const orphaned = r3!.held();
+    r3!.clock.frozen = true;
+    r3!.tracker.hanging = true;
+    const took = await f.sim.until(
+      () => f.sim.balanced([r1!, r2!], [3, 3]),
+      "the survivors take the dead replica's shards",
+      3 * TTL,
+    );
+    report(`dead replica's shards taken after ${took} virtual ms (ttl ${TTL}, renew ${RENEW})`);
+    assert.ok(took <= TTL + RENEW, `taken after ${took} ms; want <= ttl + renew = ${TTL + RENEW}`);
+    for (const org of orphaned) assert.notEqual(f.sim.holders().get(org), "r3");
+    // Only the orphans moved: the survivors kept what they held.
+    assert.equal(r1!.events.filter((e) => e.startsWith("-")).length, 0);
+    assert.equal(r2!.events.filter((e) => e.startsWith("-")).length, 0);
+  });
+
+  it("a 4th replica gets its share by clean hand-over, without waiting for a ttl, moving one shard", async () => {
+    const f = fixture();
+    const rs = await threeConverged(f);
+    const before = f.sim.holders();
+    const r4 = f.sim.replica("r4");
+    const took = await f.sim.until(
+      () => f.sim.balanced([...rs, r4], [2, 2, 1, 1]),
+      "the 4th replica gets its share",
+      3 * TTL,
+    );
+    report(`4th replica got its share after ${took} virtual ms (ttl ${TTL})`);
+    assert.ok(took < TTL, `moved after ${took} ms; a clean hand-over must not wait a ttl (${TTL})`);
+    const after = f.sim.holders();
+    const moved = ORGS.filter((o) => before.get(o) !== after.get(o));
+    assert.equal(moved.length, 1, `exactly one shard moves (the minimum): ${moved.join()}`);
+    const from = rs.find((r) => r.name === before.get(moved[0]!))!;
+    assert.deepEqual(
+      from.events.filter((e) => e.startsWith("-")),
+      [`-${moved[0]}:stopping`],
+      "released cleanly: drained while still leading",
+    );
+    assert.equal(from.stores.get(moved[0]!)!.doc.get("drained"), from.name, "the drain's commit landed");
+    for (const r of [...rs, r4]) assert.equal(r.manager.members.length, 4);
+  });
+
+  it("a partitioned replica fences every shard it holds before its leases expire for the others", async () => {
+    const f = fixture();
+    const [r1, r2, r3] = await threeConverged(f);
+    const mine = r3!.held();
+    const fencedAt = new Map<string, number>();
+    const takenAt = new Map<string, number>();
+    let now = 0;
+    f.sim.onStep = async () => {
+      now += 100;
+      for (const org of mine) {
+        if (!fencedAt.has(org) && !(await r3!.canCommit(org))) fencedAt.set(org, now);
+        if (!takenAt.has(org) && (r1!.held().includes(org) || r2!.held().includes(org)))
+          takenAt.set(org, now);
+      }
+      // Never two writers for one shard at any instant.
+      for (const org of ORGS) {
+        const writers = [];
+        for (const r of [r1!, r2!, r3!]) {
+          try {
+            r.manager.coordinator(org).checkFence();
+            writers.push(r.name);
+          } catch {
+            // fenced
+          }
+        }
+        assert.ok(writers.length <= 1, `${org} has writers ${writers.join(",")} at +${now} ms`);
+      }
+    };
+    f.partition(r3!);
+    await f.sim.until(
+      () => mine.every((o) => takenAt.has(o)),
+      "the others take the partitioned shards",
+      3 * TTL,
+    );
+    report(
+      `partition: fenced at ${[...fencedAt.values()].join(",")} ms, taken at ${[...takenAt.values()].join(",")} ms`,
+    );
+    for (const org of mine) {
+      assert.ok(fencedAt.has(org), `${org} fenced on r3`);
+      assert.ok(
+        fencedAt.get(org)! < takenAt.get(org)!,
+        `${org} fenced at ${fencedAt.get(org)} before taken at ${takenAt.get(org)}`,
+      );
+      assert.ok(fencedAt.get(org)! <= TTL - RENEW / 2 + 100, `${org} fenced by ttl - renew/2`);
+    }
+    f.sim.onStep = undefined;
+  });
+
+  it("a stop drains and releases every shard lease, then the membership lease", async () => {
+    const f = fixture();
+    const rs = await threeConverged(f);
+    await f.sim.stopAll();
+    for (const org of ORGS) assert.equal(f.shardHolder(org), "", `${org} released`);
+    for (const r of rs) {
+      assert.equal(f.memberHolder(r.name), "", `${r.name}'s membership released`);
+      assert.deepEqual(
+        r.events.filter((e) => e.startsWith("-")).map((e) => e.split(":")[1]),
+        ["stopping", "stopping"],
+      );
+    }
+  });
+}
