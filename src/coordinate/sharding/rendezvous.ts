@@ -36,7 +36,14 @@ export function assignShards(
   const m = [...new Set(members)].sort(cmp);
   const out = new Map<string, string>();
   if (m.length === 0) return out;
-  const weight = (member: string, shard: string): number => rendezvousWeight(member, shard);
+  // Each pair hashed once per call: the sorts below compare the same pairs many times.
+  const weights = new Map<string, number>();
+  const weight = (member: string, shard: string): number => {
+    const key = `${member}\0${shard}`;
+    let w = weights.get(key);
+    if (w === undefined) weights.set(key, (w = rendezvousWeight(member, shard)));
+    return w;
+  };
 
   const held = new Map<string, string[]>(m.map((member) => [member, []]));
   for (const shard of s) {
