@@ -1,6 +1,6 @@
 // `state:` and `coordinate:` — checkpoints and leadership (spec C §1, §2).
 import { z } from "zod";
-import { duration, meta, oneOf, optStr, secret, secretFile, section, str } from "./fields.ts";
+import { bool, duration, meta, oneOf, optStr, secret, secretFile, section, str } from "./fields.ts";
 
 const s3Location = {
   bucket: str("", "Bucket (required when this backend is used)."),
@@ -194,6 +194,20 @@ const coordinate = z.strictObject({
       .superRefine(renewCheck("ttl")),
     "Lease blob in Azure Blob Storage (a lease document with ETag preconditions, not an Azure blob lease).",
   ),
+  sharding: section(
+    z.strictObject({
+      enabled: bool(
+        false,
+        "Shard the orgs across replicas instead of one active leader: every org (orgs[].name, or the " +
+          "single org as 'default') gets its own lease (k8s: <name>-<org>; S3/GCS/Azure: <key>/<org>) " +
+          "and its own checkpoint document (the state path with -<org> before its extension, seeded " +
+          "from the shared document on first use); each replica holds ceil(orgs / live replicas). " +
+          "Needs k8s_lease, s3_lease, gcs_lease or azure_lease, and the 'list' permission on leases " +
+          "or the bucket.",
+      ),
+    }),
+    "Orgs sharded across replicas, each shard leased and fenced on its own.",
+  ),
 });
 
 export const coordinateField = section(
@@ -212,6 +226,14 @@ export const coordinateField = section(
       });
     if (c.type === "azure_lease")
       checkAzure(c.azure_lease, ctx, ["azure_lease"], "coordinate.type is 'azure_lease'");
+    if (c.sharding.enabled && (c.type === "noop" || c.type === "file_lease"))
+      ctx.addIssue({
+        code: "custom",
+        path: ["sharding", "enabled"],
+        message:
+          `coordinate.sharding needs a lease every replica can list; coordinate.type '${c.type}' has none: ` +
+          "use k8s_lease, s3_lease, gcs_lease or azure_lease, or turn sharding off",
+      });
   }),
   "Active-passive leader election.",
 );

@@ -29,10 +29,17 @@ export interface K8sLeaseSettings {
   kubeconfig?: string | null;
 }
 
+export interface ShardingSettings {
+  /** Off by default: one active leader for every org. */
+  enabled: boolean;
+}
+
 export interface CoordinateSettings {
   type: CoordinatorType;
   file_lease: FileLeaseSettings;
   k8s_lease: K8sLeaseSettings;
+  /** Optional so callers that predate sharding (tests, the CLI) still type-check. */
+  sharding?: ShardingSettings;
 }
 
 /** Where the process runs, injectable so identity defaults are testable. */

@@ -1,0 +1,169 @@
+// Builds the ShardManager `coordinate.sharding` asks for, on the configured lease type. Offline like
+// buildCoordinator: clients open when the manager runs.
+import type { Meter } from "@opentelemetry/api";
+import { ConfigError, describeError } from "../../errors.ts";
+import type { Logger } from "../../obs/logger.ts";
+import { AzureBackend } from "../../state/azure/backend.ts";
+import { GcsBackend } from "../../state/gcs-store.ts";
+import { S3Backend } from "../../state/s3-store.ts";
+import { systemClock, type Clock } from "../../util/clock.ts";
+import type { CoordinatorDeps } from "../build.ts";
+import {
+  azureLeaseBackend,
+  gcsLeaseBackend,
+  objectLeaseBackend,
+  s3LeaseBackend,
+} from "../object-lease/build.ts";
+import { objectLeaseHolder, type ObjectLeaseSections } from "../object-lease/settings.ts";
+import {
+  checkLeaseTiming,
+  currentHost,
+  k8sLeaseIdentity,
+  type CoordinateSettings,
+  type K8sLeaseSettings,
+} from "../settings.ts";
+import { K8sShardSpace, type K8sLeaseClients } from "./k8s-space.ts";
+import { ShardManager } from "./manager.ts";
+import { ObjectShardSpace } from "./object-space.ts";
+import type { ShardLeaseSpace } from "./space.ts";
+
+export interface ShardManagerDeps extends Omit<CoordinatorDeps, "epochFloor" | "fileFs"> {
+  meter?: Meter;
+  epochFloor?: (shard: string) => ((signal: AbortSignal) => Promise<number | undefined>) | undefined;
+  /** Replaces the lease space built from the config (tests). */
+  space?: ShardLeaseSpace;
+}
+
+export function buildShardManager(
+  settings: CoordinateSettings & ObjectLeaseSections,
+  shards: readonly string[],
+  deps: ShardManagerDeps = {},
+): ShardManager {
+  const host = deps.host ?? currentHost();
+  const clock = deps.clock ?? systemClock;
+  const { space, identity, ttlMs, renewMs } = leaseSpace(settings, deps, host);
+  return new ShardManager({
+    space: deps.space ?? space,
+    shards,
+    identity,
+    ttlMs,
+    renewIntervalMs: renewMs,
+    clock,
+    ...(deps.logger ? { logger: deps.logger } : {}),
+    ...(deps.meter ? { meter: deps.meter } : {}),
+    ...(deps.epochFloor ? { epochFloor: deps.epochFloor } : {}),
+  });
+}
+
+function leaseSpace(
+  settings: CoordinateSettings & ObjectLeaseSections,
+  deps: ShardManagerDeps,
+  host: ReturnType<typeof currentHost>,
+): { space: ShardLeaseSpace; identity: string; ttlMs: number; renewMs: number } {
+  const clock = deps.clock ?? systemClock;
+  const objectDeps = {
+    ...deps.objectLease,
+    ...(deps.clock ? { clock: deps.clock } : {}),
+    ...(deps.logger ? { logger: deps.logger } : {}),
+  };
+  switch (settings.type) {
+    case "k8s_lease": {
+      const s = settings.k8s_lease;
+      checkLeaseTiming("k8s_lease", "lease_duration", s.lease_duration, s.renew_interval);
+      if (!s.namespace || !s.name) {
+        throw new ConfigError("coordinate.k8s_lease.namespace and .name must both be set");
+      }
+      return {
+        space: new K8sShardSpace({
+          namespace: s.namespace,
+          name: s.name,
+          connect: () => connectK8s(s, host.env),
+        }),
+        identity: k8sLeaseIdentity(s, host),
+        ttlMs: s.lease_duration,
+        renewMs: s.renew_interval,
+      };
+    }
+    case "s3_lease": {
+      const { lease } = objectLeaseBackend("s3_lease", settings, objectDeps);
+      const s = settings.s3_lease!;
+      const lister = new S3Backend(s, deps.objectLease?.s3ClientConfig);
+      return {
+        space: new ObjectShardSpace({
+          kind: "s3_lease",
+          bucketUri: `s3://${s.bucket}`,
+          prefix: s.key,
+          backendAt: (key) => s3LeaseBackend({ ...s, key }, objectDeps),
+          list: (prefix, signal) => lister.list(prefix, signal),
+        }),
+        identity: objectLeaseHolder(lease, host, clock),
+        ttlMs: lease.ttl,
+        renewMs: lease.renew_interval,
+      };
+    }
+    case "gcs_lease": {
+      const { lease } = objectLeaseBackend("gcs_lease", settings, objectDeps);
+      const s = settings.gcs_lease!;
+      const lister = new GcsBackend(s, {
+        configSection: "coordinate.gcs_lease",
+        storageOptions: deps.objectLease?.gcsStorageOptions,
+      });
+      return {
+        space: new ObjectShardSpace({
+          kind: "gcs_lease",
+          bucketUri: `gs://${s.bucket}`,
+          prefix: s.object_name,
+          backendAt: (object_name) => gcsLeaseBackend({ ...s, object_name }, objectDeps),
+          list: (prefix, signal) => lister.list(prefix, signal),
+        }),
+        identity: objectLeaseHolder(lease, host, clock),
+        ttlMs: lease.ttl,
+        renewMs: lease.renew_interval,
+      };
+    }
+    case "azure_lease": {
+      const { lease } = objectLeaseBackend("azure_lease", settings, objectDeps);
+      const s = settings.azure_lease!;
+      const lister = new AzureBackend(s, {
+        configSection: "coordinate.azure_lease",
+        ...(deps.objectLease?.azurePipelineOptions
+          ? { pipelineOptions: deps.objectLease.azurePipelineOptions }
+          : {}),
+      });
+      return {
+        space: new ObjectShardSpace({
+          kind: "azure_lease",
+          bucketUri: `azure://${s.container}`,
+          prefix: s.blob_name,
+          backendAt: (blob_name) => azureLeaseBackend({ ...s, blob_name }, objectDeps),
+          list: (prefix, signal) => lister.list(prefix, signal),
+        }),
+        identity: objectLeaseHolder(lease, host, clock),
+        ttlMs: lease.ttl,
+        renewMs: lease.renew_interval,
+      };
+    }
+    default:
+      throw new ConfigError(
+        `coordinate.sharding needs a lease every replica can list; coordinate.type '${settings.type}' has none: ` +
+          "use k8s_lease, s3_lease, gcs_lease or azure_lease, or turn sharding off",
+      );
+  }
+}
+
+async function connectK8s(settings: K8sLeaseSettings, env: NodeJS.ProcessEnv): Promise<K8sLeaseClients> {
+  let client: typeof import("../k8s-lease/client.ts");
+  try {
+    client = await import("../k8s-lease/client.ts");
+  } catch (err) {
+    throw new ConfigError(
+      `coordinate.type is 'k8s_lease' but the Kubernetes client cannot be loaded (${describeError(err)}); ` +
+        `reinstall sf2loki with its dependencies`,
+    );
+  }
+  const kc = client.kubeConfigFor(settings, env);
+  return {
+    lease: (name) => client.leaseApiFor(kc, settings.namespace, name),
+    list: client.leaseListFor(kc, settings.namespace),
+  };
+}
