@@ -18,6 +18,9 @@ import type { BuiltCoordinator } from "./coordinate/build.ts";
 import type { LossReason } from "./coordinate/coordinator.ts";
 import type { Labels } from "./model.ts";
 import type { Sink } from "./sinks/sink.ts";
+import type { HostInfo } from "./coordinate/settings.ts";
+import type { ShardLeaseSpace } from "./coordinate/sharding/space.ts";
+import { createShardedApp } from "./sharded-app.ts";
 
 export interface AppDeps {
   clock?: Clock;
@@ -35,6 +38,10 @@ export interface AppDeps {
   pollOnce?: boolean;
   /** Replaces the configured coordinator (tests drive leadership by hand). */
   coordinator?: BuiltCoordinator;
+  /** coordinate.sharding: replaces the lease space built from the config (tests). */
+  shardSpace?: ShardLeaseSpace;
+  /** Where the process runs, for lease identities (tests). */
+  host?: HostInfo;
 }
 
 export interface App {
@@ -54,6 +61,8 @@ export function createApp(config: Config, deps: AppDeps = {}): App {
     version: deps.version ?? "0.0.0",
     telemetry: { ...config.service.telemetry, headers: telemetryHeaders(config) },
   });
+  // Orgs sharded across replicas: a shell over one graph per org (sharded-app.ts); else one leader.
+  if (config.coordinate.sharding.enabled) return createShardedApp(config, deps, metrics);
   const graph = buildGraph(config, {
     clock,
     logger,
