@@ -1,0 +1,173 @@
+// Two sharded daemons in one process, two simulated orgs, leases on the loopback Kubernetes API: each
+// daemon ends up running one org, both orgs' data reaches Loki, every shard's checkpoints land in its
+// own document seeded from the shared one (which is left as it was), /statusz and /metrics say who
+// holds what, and a stop releases every shard lease and both membership leases.
+import assert from "node:assert/strict";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { KubeConfig } from "@kubernetes/client-node";
+import { createApp, type App } from "../../src/app.ts";
+import { validateConfig } from "../../src/config/load.ts";
+import { leaseApiFor, leaseListFor } from "../../src/coordinate/k8s-lease/client.ts";
+import { K8sShardSpace } from "../../src/coordinate/sharding/k8s-space.ts";
+import { pollingSources, simSalesforceConfig } from "../../src/sim/demo-polling.ts";
+import { DEMO_SECRET } from "../../src/sim/demo-world.ts";
+import { startLokiReceiver } from "../../src/sim/loki.ts";
+import { startSimOrg, type SimOrg } from "../../src/sim/salesforce/index.ts";
+import { K8sEmulator } from "../support/k8s-emulator.ts";
+import { tempDir } from "../support/tmp.ts";
+
+const NS = "sf2loki";
+const NAME = "sf2loki-leader";
+
+function space(emu: K8sEmulator, replica: string): K8sShardSpace {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: "emulator", server: emu.url, skipTLSVerify: true }],
+    users: [{ name: "replica", token: `token-${replica}` }],
+    contexts: [{ name: "emulator", cluster: "emulator", user: "replica" }],
+    currentContext: "emulator",
+  });
+  return new K8sShardSpace({
+    namespace: NS,
+    name: NAME,
+    connect: () => Promise.resolve({ lease: (n) => leaseApiFor(kc, NS, n), list: leaseListFor(kc, NS) }),
+  });
+}
+
+async function until(cond: () => boolean | Promise<boolean>, what: string, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await cond())) {
+    assert.ok(Date.now() < deadline, `${what}: not within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+test("two sharded daemons split two orgs, each in its own seeded document, and release all on stop", async (t) => {
+  const emu = await K8sEmulator.start();
+  t.after(() => emu.close());
+  const loki = await startLokiReceiver();
+  t.after(() => loki.stop());
+  const orgs: Record<string, SimOrg> = {};
+  for (const [name, orgId] of [
+    ["prod", "00DSIMPROD0000001A"],
+    ["emea", "00DSIMEMEA0000001A"],
+  ] as const) {
+    orgs[name] = await startSimOrg({
+      orgId,
+      clientSecret: DEMO_SECRET,
+      topics: [],
+      eventsPerTopic: 0,
+      polling: { objects: { LoginEvent: { records: 30 } }, apexLogs: 10 },
+    });
+    t.after(() => orgs[name]!.stop());
+  }
+  const dir = tempDir();
+  const shared = join(dir, "state.json");
+  // The pre-sharding document: one key per org, plus a single-org key the first org inherits.
+  const before = JSON.stringify({
+    "org=prod:test:marker": "prod-was-here",
+    "org=emea:test:marker": "emea-was-here",
+    "legacy:marker": "single-org-days",
+    __fence_epoch__: "7",
+  });
+  writeFileSync(shared, before);
+  const config = validateConfig({
+    orgs: Object.entries(orgs).map(([name, org]) => ({
+      name,
+      salesforce: simSalesforceConfig(org, DEMO_SECRET),
+      sources: pollingSources(org.rest.data),
+    })),
+    sink: { loki: { url: loki.pushUrl, batch: { flush_interval: "50ms" } } },
+    state: { file: { path: shared } },
+    coordinate: {
+      type: "k8s_lease",
+      k8s_lease: { namespace: NS, name: NAME, lease_duration: "3s", renew_interval: "1s" },
+      sharding: { enabled: true },
+    },
+  });
+  const apps: App[] = [];
+  const runs: Promise<void>[] = [];
+  const stop = new AbortController();
+  for (const replica of ["pod-a", "pod-b"]) {
+    const app = createApp(config, {
+      pollOnce: true,
+      healthAddr: "127.0.0.1:0",
+      shardSpace: space(emu, replica),
+      host: { hostname: replica, pid: 1, env: { HOSTNAME: replica } },
+    });
+    apps.push(app);
+    runs.push(app.run(stop.signal));
+  }
+  try {
+    const statusOf = async (
+      app: App,
+    ): Promise<{
+      sharding: {
+        replica: string;
+        members: string[];
+        fair_share: number;
+        shards: { org: string; epoch: number }[];
+      };
+    }> => (await (await fetch(`${app.healthUrl()!}/statusz`)).json()) as never;
+    await until(async () => {
+      if (apps.some((a) => a.healthUrl() === undefined)) return false;
+      const s = await Promise.all(apps.map(statusOf));
+      return s.every((x) => x.sharding.shards.length === 1);
+    }, "each daemon holds one org");
+    await until(
+      () => ["prod", "emea"].every((org) => loki.entries({ org }).length >= 40),
+      "both orgs delivered",
+    );
+
+    const statuses = await Promise.all(apps.map(statusOf));
+    const held = statuses.map((s) => s.sharding.shards[0]!.org).sort();
+    assert.deepEqual(held, ["emea", "prod"]);
+    for (const s of statuses) {
+      assert.deepEqual(s.sharding.members, ["pod-a", "pod-b"]);
+      assert.equal(s.sharding.fair_share, 1);
+      // The shard's epoch continues above the shared document's (#99 floors read the shard's own).
+      assert.ok(s.sharding.shards[0]!.epoch >= 1);
+    }
+    for (const app of apps) {
+      assert.equal((await fetch(`${app.healthUrl()!}/readyz`)).status, 200);
+      const metrics = await (await fetch(`${app.healthUrl()!}/metrics`)).text();
+      assert.match(metrics, /sf2loki_shard_leader\{org="prod"\} [01]/);
+      assert.match(metrics, /sf2loki_shard_leader\{org="emea"\} [01]/);
+      assert.match(metrics, /sf2loki_shard_members 2/);
+      assert.match(metrics, /sf2loki_shard_fair_share 1/);
+      assert.match(metrics, /sf2loki_shard_moves_total\{org="\w+",reason="acquired"\} 1/);
+    }
+    // Seeded from the shared document: the org's own keys, and the legacy ones for the first org only.
+    await until(() => {
+      try {
+        return JSON.parse(readFileSync(join(dir, "state-emea.json"), "utf8")) !== undefined;
+      } catch {
+        return false;
+      }
+    }, "emea's document exists");
+    const prod = JSON.parse(readFileSync(join(dir, "state-prod.json"), "utf8")) as Record<string, string>;
+    const emea = JSON.parse(readFileSync(join(dir, "state-emea.json"), "utf8")) as Record<string, string>;
+    assert.equal(prod["org=prod:test:marker"], "prod-was-here");
+    assert.equal(prod["legacy:marker"], "single-org-days");
+    assert.equal(prod["org=emea:test:marker"], undefined);
+    assert.equal(emea["org=emea:test:marker"], "emea-was-here");
+    assert.equal(emea["legacy:marker"], undefined);
+    assert.ok(
+      Object.keys(prod).some((k) => k.startsWith("org=prod:") && k !== "org=prod:test:marker"),
+      "prod committed its own checkpoints",
+    );
+    assert.ok(prod.__fence_epoch__ && emea.__fence_epoch__, "each document carries its own fence epoch");
+    assert.equal(readFileSync(shared, "utf8"), before, "the shared document is never written");
+  } finally {
+    stop.abort();
+    await Promise.all(runs);
+  }
+  const holderOf = (name: string): unknown =>
+    (emu.lease(NS, name) as { spec?: { holderIdentity?: string } } | undefined)?.spec?.holderIdentity ?? "";
+  for (const name of [`${NAME}-prod`, `${NAME}-emea`, `${NAME}-member-pod-a`, `${NAME}-member-pod-b`]) {
+    assert.ok(emu.lease(NS, name), `${name} exists`);
+    assert.equal(holderOf(name), "", `${name} released on stop`);
+  }
+});
