@@ -23,7 +23,7 @@ export function shardStateSettings<T extends StateSettings>(state: T, shard: str
     s3: { ...state.s3, key: shardPath(state.s3.key, shard) },
     gcs: { ...state.gcs, object_name: shardPath(state.gcs.object_name, shard) },
     ...(state.azure ? { azure: { ...state.azure, blob_name: shardPath(state.azure.blob_name, shard) } } : {}),
-  } as T;
+  };
 }
 
 /**

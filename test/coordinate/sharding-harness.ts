@@ -125,7 +125,13 @@ export class ShardReplica {
     for (const org of manager.shards) {
       const store = new MemoryStore();
       const c = manager.coordinator(org);
-      store.setFence({ check: () => c.checkFence(), epoch: () => c.epoch, signal: () => c.termSignal });
+      store.setFence({
+        check: () => {
+          c.checkFence();
+        },
+        epoch: () => c.epoch,
+        signal: () => c.termSignal,
+      });
       this.stores.set(org, store);
     }
   }

@@ -2,11 +2,10 @@
 // buildCoordinator: clients open when the manager runs.
 import type { Meter } from "@opentelemetry/api";
 import { ConfigError, describeError } from "../../errors.ts";
-import type { Logger } from "../../obs/logger.ts";
 import { AzureBackend } from "../../state/azure/backend.ts";
 import { GcsBackend } from "../../state/gcs-store.ts";
 import { S3Backend } from "../../state/s3-store.ts";
-import { systemClock, type Clock } from "../../util/clock.ts";
+import { systemClock } from "../../util/clock.ts";
 import type { CoordinatorDeps } from "../build.ts";
 import {
   azureLeaseBackend,

@@ -76,7 +76,7 @@ export class ObjectShardSpace implements ShardLeaseSpace {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.#readers.values()].map((r) => r.close?.()));
+    await Promise.all([...this.#readers.values()].map((r) => r.close?.() ?? Promise.resolve()));
     this.#readers.clear();
   }
 }
