@@ -62,6 +62,17 @@ describe("sharding on k8s_lease", () => {
         r.tracker.hanging = true;
         emu.partition(`token-${r.name}`);
       },
+      steal: (org, holder) => {
+        emu.seed(NS, k8sShardLeaseName(NAME, org), {
+          metadata: { labels: { "sf2loki.io/lease-set": NAME, "sf2loki.io/lease-role": "shard" } },
+          spec: {
+            holderIdentity: holder,
+            leaseTransitions: 99,
+            leaseDurationSeconds: 30,
+            renewTime: new Date(sim.clock.now()).toISOString().replace("Z", "000Z"),
+          },
+        });
+      },
     };
   });
 

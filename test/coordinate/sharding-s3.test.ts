@@ -66,6 +66,19 @@ describe("sharding on s3_lease", () => {
       partition: (r) => {
         partitioned.add(r.name);
       },
+      steal: (org, holder) => {
+        emu.putObject(
+          BUCKET,
+          objectShardKey(PREFIX, org),
+          JSON.stringify({
+            holder,
+            epoch: 99,
+            ttl_ms: TTL,
+            renewed_at: new Date(sim.clock.now()).toISOString(),
+            acquired_at: new Date(sim.clock.now()).toISOString(),
+          }),
+        );
+      },
     };
   });
 

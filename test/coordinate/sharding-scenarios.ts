@@ -13,6 +13,8 @@ export interface ShardFixture {
   memberHolder(replica: string): string | undefined;
   /** Makes a replica's lease writes fail (and hang) from now on. */
   partition(replica: ShardReplica): void;
+  /** Rewrites one shard's lease behind everyone's back: held by `holder`, a newer epoch, just renewed. */
+  steal(org: string, holder: string): void;
 }
 
 /** Measured figures, printed when SF2LOKI_SHARD_FIGURES is set. */
@@ -136,6 +138,23 @@ export function shardingScenarios(fixture: () => ShardFixture): void {
       assert.ok(fencedAt.get(org)! <= TTL - RENEW / 2 + 100, `${org} fenced by ttl - renew/2`);
     }
     f.sim.onStep = undefined;
+  });
+
+  it("a replica that loses one shard is fenced for that shard only and keeps committing the others", async () => {
+    const f = fixture();
+    const rs = await threeConverged(f);
+    const r = rs[0]!;
+    const [stolen, kept] = r.held();
+    f.steal(stolen!, "intruder");
+    await f.sim.until(() => !r.held().includes(stolen!), "the stolen shard is lost", TTL);
+    assert.equal(await r.canCommit(stolen!), false, "the lost shard's store refuses writes");
+    assert.equal(await r.canCommit(kept!), true, "the other shard's store still takes writes");
+    assert.deepEqual(
+      r.events.filter((e) => e.startsWith("-")),
+      [`-${stolen}:lost`],
+      "only the stolen shard's pipeline stopped",
+    );
+    for (const other of rs.slice(1)) assert.equal(other.events.filter((e) => e.startsWith("-")).length, 0);
   });
 
   it("a stop drains and releases every shard lease, then the membership lease", async () => {
