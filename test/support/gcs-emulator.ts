@@ -36,6 +36,8 @@ interface ResumableSession {
 // With STORAGE_EMULATOR_HOST the library drops the `/storage/v1` prefix from non-upload paths.
 const OBJECT_PATH = /^\/(?:download\/)?(?:storage\/v1\/)?b\/([^/]+)\/o\/(.+)$/;
 const UPLOAD_PATH = /^\/upload\/storage\/v1\/b\/([^/]+)\/o$/;
+/** objects.list (`GET .../b/<bucket>/o?prefix=`), one page. */
+const LIST_PATH = /^\/(?:storage\/v1\/)?b\/([^/]+)\/o$/;
 
 const REASONS: Record<number, string> = {
   400: "invalid",
@@ -66,6 +68,17 @@ class GcsProtocol implements InMemoryProtocol<GcsStoredObject, GcsWrite> {
   handle(req: RecordedRequest): EmulatorResponse {
     const upload = UPLOAD_PATH.exec(req.path);
     if (upload) return this.#upload(req, upload[1]!);
+    const list = LIST_PATH.exec(req.path);
+    if (list && req.method === "GET") {
+      const bucket = list[1]!;
+      if (!this.buckets.has(bucket))
+        return this.errorResponse(req, 404, "notFound", "The specified bucket does not exist.");
+      const prefix = req.query.get("prefix") ?? "";
+      const items = [...this.objects.entries()]
+        .filter(([id]) => id.startsWith(`${bucket}/${prefix}`))
+        .map(([id, o]) => resource(bucket, id.slice(bucket.length + 1), o));
+      return json(200, { kind: "storage#objects", items });
+    }
     const object = OBJECT_PATH.exec(req.path);
     if (!object) return this.errorResponse(req, 404, "notFound", `no route for ${req.method} ${req.path}`);
     const [, bucket, name] = object as unknown as [string, string, string];
