@@ -100,6 +100,17 @@ export class GcsBackend implements ObjectBackend {
     );
   }
 
+  delete(token: string | undefined, signal: AbortSignal): Promise<void> {
+    return withGcsDeadline(this.#timeoutMs, signal, `delete of ${this.hints.location}`, async () => {
+      try {
+        await this.#file().delete(token !== undefined ? { ifGenerationMatch: token } : {});
+      } catch (err) {
+        const code = (err as { code?: unknown }).code;
+        if (code !== 404 && code !== 412) throw err;
+      }
+    });
+  }
+
   get(signal: AbortSignal): Promise<StoredObject | undefined> {
     return withGcsDeadline(this.#timeoutMs, signal, `download of ${this.hints.location}`, (bound) =>
       this.#download(bound),

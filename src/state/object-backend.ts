@@ -33,6 +33,11 @@ export interface ObjectBackend {
    * leases). One listing, every page read; optional because the checkpoint stores never list.
    */
   list?(prefix: string, signal: AbortSignal): Promise<string[]>;
+  /**
+   * Deletes the object only while it is still at `token` (undefined: unconditionally); a miss or a
+   * moved version is not an error. Optional: sharding's clean-up of departed members' leases only.
+   */
+  delete?(token: string | undefined, signal: AbortSignal): Promise<void>;
   /** Releases the client; the next call creates a new one. Idempotent. */
   close(): Promise<void>;
 }

@@ -2,6 +2,7 @@
 // SDK retries are off (`maxAttempts: 1`): a retried conditional PUT must pass through our own loop,
 // which knows the attempt number and verifies before it calls a 412 a conflict.
 import {
+  DeleteObjectCommand,
   GetObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
@@ -137,6 +138,22 @@ export class S3Backend implements ObjectBackend {
       token = resp.IsTruncated ? resp.NextContinuationToken : undefined;
     } while (token);
     return keys;
+  }
+
+  async delete(token: string | undefined, signal: AbortSignal): Promise<void> {
+    try {
+      await this.#s3().send(
+        new DeleteObjectCommand({
+          Bucket: this.#settings.bucket,
+          Key: this.#settings.key,
+          ...(token !== undefined ? { IfMatch: token } : {}),
+        }),
+        { abortSignal: signal },
+      );
+    } catch (err) {
+      const verdict = this.classify(err);
+      if (verdict !== "precondition-failed" && !isNotFound(err)) throw err;
+    }
   }
 
   classify(err: unknown): ErrorClass {

@@ -99,6 +99,10 @@ export class TrackedSpace implements ShardLeaseSpace {
     return this.#t.track(() => this.#inner.listMembers(signal));
   }
 
+  removeMember(key: string, version: string, signal: AbortSignal): Promise<void> {
+    return this.#t.track(() => this.#inner.removeMember?.(key, version, signal) ?? Promise.resolve());
+  }
+
   close(): Promise<void> {
     return this.#t.track(() => this.#inner.close?.() ?? Promise.resolve());
   }

@@ -97,6 +97,11 @@ describe("sharding on gcs_lease", () => {
             partitioned.has(replica),
           ),
         list: (prefix, signal) => lister.list(prefix, signal),
+        remove: (object_name, token, signal) =>
+          new GcsBackend({ ...settings, object_name }, { configSection: "coordinate.gcs_lease" }).delete(
+            token,
+            signal,
+          ),
       });
     });
     fixture = objectFixture(
@@ -158,6 +163,11 @@ describe("sharding on azure_lease", () => {
             partitioned.has(replica),
           ),
         list: (prefix, signal) => lister.list(prefix, signal),
+        remove: (blob_name, token, signal) =>
+          new AzureBackend({ ...settings, blob_name }, { configSection: "coordinate.azure_lease" }).delete(
+            token,
+            signal,
+          ),
       });
     });
     fixture = objectFixture(

@@ -53,6 +53,8 @@ describe("sharding on s3_lease", () => {
         backendAt: (key) =>
           s3LeaseBackend({ ...settings, key }, { s3ClientConfig, clock: new ManualClock() }),
         list: (prefix, signal) => lister.list(prefix, signal),
+        remove: (key, token, signal) =>
+          new S3Backend({ ...settings, key }, s3ClientConfig).delete(token, signal),
       });
     });
     const holder = (key: string): string | undefined => {

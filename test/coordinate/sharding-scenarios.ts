@@ -162,6 +162,30 @@ export function shardingScenarios(fixture: () => ShardFixture): void {
     });
   });
 
+  it("the membership leases of departed replicas are removed: released after a ttl, silent after three", async () => {
+    const f = fixture();
+    const [r1, r2, r3] = await threeConverged(f);
+    r3!.ctl.abort();
+    await f.sim.until(() => r3!.finished, "r3 stops");
+    assert.equal(f.memberHolder("r3"), "", "released on stop");
+    await f.sim.until(
+      () => f.memberHolder("r3") === undefined,
+      "r3's released membership lease removed",
+      2 * TTL,
+    );
+    r2!.clock.frozen = true;
+    r2!.tracker.hanging = true;
+    const took = await f.sim.until(
+      () => f.memberHolder("r2") === undefined,
+      "silent r2's membership lease removed",
+      5 * TTL,
+    );
+    // Its last renewal came up to one renew interval before it froze; three ttl count from there.
+    assert.ok(took >= 3 * TTL - RENEW, `removed after ${took} ms; a silent member keeps its lease for 3 ttl`);
+    assert.equal(f.memberHolder("r1"), "r1", "the live member's lease stays");
+    await f.sim.until(() => r1!.held().length === 6, "r1 holds every shard");
+  });
+
   it("a stop drains and releases every shard lease, then the membership lease", async () => {
     const f = fixture();
     const rs = await threeConverged(f);

@@ -214,6 +214,13 @@ export class K8sEmulator {
       return [404, status(404, "NotFound", `leases.coordination.k8s.io "${name}" not found`, name)];
     if (method === "GET") return [200, current];
     if (method === "DELETE") {
+      const pre = str((body.preconditions as Json | undefined)?.resourceVersion);
+      if (pre !== undefined && pre !== str((current.metadata as Json).resourceVersion)) {
+        return [
+          409,
+          status(409, "Conflict", `Precondition failed: ResourceVersion in precondition: ${pre}`, name),
+        ];
+      }
       this.#leases.delete(key);
       return [200, { kind: "Status", apiVersion: "v1", metadata: {}, status: "Success" }];
     }

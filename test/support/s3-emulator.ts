@@ -65,9 +65,19 @@ class S3Protocol implements InMemoryProtocol<S3StoredObject, S3Write> {
         const etag = this.putBytes(bucket, key, decodeBody(req));
         return { status: 200, headers: { etag } };
       }
-      case "DELETE":
+      case "DELETE": {
+        const ifMatch = req.headers["if-match"];
+        if (typeof ifMatch === "string" && current && ifMatch !== current.etag) {
+          return this.errorResponse(
+            req,
+            412,
+            "PreconditionFailed",
+            "At least one of the pre-conditions you specified did not hold",
+          );
+        }
         this.objects.delete(id);
         return { status: 204 };
+      }
       default:
         return this.errorResponse(req, 405, "MethodNotAllowed", "method not allowed");
     }

@@ -34,6 +34,8 @@ export interface LeaseApi {
 /** Lists the namespace's Leases by label selector (sharding's membership leases; RBAC verb `list`). */
 export interface LeaseListApi {
   list(labelSelector: string, signal: AbortSignal): Promise<LeaseObject[]>;
+  /** DELETE with a resourceVersion precondition (409 when it moved). RBAC verb `delete`. */
+  remove(name: string, resourceVersion: string, signal: AbortSignal): Promise<void>;
 }
 
 /** The HTTP status of a failed API call (ApiException.code), if it got that far. */

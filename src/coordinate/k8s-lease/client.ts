@@ -3,10 +3,12 @@ import {
   CoordinationV1Api,
   KubeConfig,
   Observable,
+  V1DeleteOptions,
   V1Lease,
   V1LeaseSpec,
   V1MicroTime,
   V1ObjectMeta,
+  V1Preconditions,
   type ConfigurationOptions,
   type ObservableMiddleware,
 } from "@kubernetes/client-node";
@@ -46,6 +48,11 @@ export function leaseListFor(kc: KubeConfig, namespace: string): LeaseListApi {
         cont = page.metadata?._continue || undefined;
       } while (cont);
       return out;
+    },
+    remove: async (name, resourceVersion, signal) => {
+      const body = new V1DeleteOptions();
+      body.preconditions = Object.assign(new V1Preconditions(), { resourceVersion });
+      await api.deleteNamespacedLease({ name, namespace, body }, withSignal(signal));
     },
   };
 }

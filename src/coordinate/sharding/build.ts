@@ -4,6 +4,7 @@ import type { Meter } from "@opentelemetry/api";
 import { ConfigError, describeError } from "../../errors.ts";
 import { AzureBackend } from "../../state/azure/backend.ts";
 import { GcsBackend } from "../../state/gcs-store.ts";
+import type { ObjectBackend } from "../../state/object-backend.ts";
 import { S3Backend } from "../../state/s3-store.ts";
 import { systemClock } from "../../util/clock.ts";
 import type { CoordinatorDeps } from "../build.ts";
@@ -94,6 +95,8 @@ function leaseSpace(
           prefix: s.key,
           backendAt: (key) => s3LeaseBackend({ ...s, key }, objectDeps),
           list: (prefix, signal) => lister.list(prefix, signal),
+          remove: (key, token, signal) =>
+            once(new S3Backend({ ...s, key }, deps.objectLease?.s3ClientConfig), token, signal),
         }),
         identity: objectLeaseHolder(lease, host, clock),
         ttlMs: lease.ttl,
@@ -114,6 +117,18 @@ function leaseSpace(
           prefix: s.object_name,
           backendAt: (object_name) => gcsLeaseBackend({ ...s, object_name }, objectDeps),
           list: (prefix, signal) => lister.list(prefix, signal),
+          remove: (object_name, token, signal) =>
+            once(
+              new GcsBackend(
+                { ...s, object_name },
+                {
+                  configSection: "coordinate.gcs_lease",
+                  storageOptions: deps.objectLease?.gcsStorageOptions,
+                },
+              ),
+              token,
+              signal,
+            ),
         }),
         identity: objectLeaseHolder(lease, host, clock),
         ttlMs: lease.ttl,
@@ -136,6 +151,20 @@ function leaseSpace(
           prefix: s.blob_name,
           backendAt: (blob_name) => azureLeaseBackend({ ...s, blob_name }, objectDeps),
           list: (prefix, signal) => lister.list(prefix, signal),
+          remove: (blob_name, token, signal) =>
+            once(
+              new AzureBackend(
+                { ...s, blob_name },
+                {
+                  configSection: "coordinate.azure_lease",
+                  ...(deps.objectLease?.azurePipelineOptions
+                    ? { pipelineOptions: deps.objectLease.azurePipelineOptions }
+                    : {}),
+                },
+              ),
+              token,
+              signal,
+            ),
         }),
         identity: objectLeaseHolder(lease, host, clock),
         ttlMs: lease.ttl,
@@ -147,6 +176,19 @@ function leaseSpace(
         `coordinate.sharding needs a lease every replica can list; coordinate.type '${settings.type}' has none: ` +
           "use k8s_lease, s3_lease, gcs_lease or azure_lease, or turn sharding off",
       );
+  }
+}
+
+/** One conditional delete on a short-lived adapter (departed members are rare), then its client closed. */
+async function once(
+  backend: { delete?: ObjectBackend["delete"]; close(): Promise<void> },
+  token: string | undefined,
+  signal: AbortSignal,
+): Promise<void> {
+  try {
+    await backend.delete?.(token, signal);
+  } finally {
+    await backend.close();
   }
 }
 

@@ -3,7 +3,7 @@
 // label selector finds the members (the Role needs the `list` verb on leases).
 import { LeaseUnreadableError } from "../errors.ts";
 import type { LeaseApi, LeaseListApi } from "../k8s-lease/api.ts";
-import { describeApiError } from "../k8s-lease/api.ts";
+import { apiStatus, describeApiError } from "../k8s-lease/api.ts";
 import { K8sLeaseBackend } from "../k8s-lease/backend.ts";
 import { leaseSnapshot } from "../k8s-lease/mapping.ts";
 import type { LeaseBackend } from "../lease/backend.ts";
@@ -68,6 +68,15 @@ export class K8sShardSpace implements ShardLeaseSpace {
       const key = lease.metadata.name ?? "";
       return { key, snapshot: leaseSnapshot(lease, `${this.#namespace}/${key}`) };
     });
+  }
+
+  async removeMember(key: string, version: string, signal: AbortSignal): Promise<void> {
+    try {
+      await (await this.#clientsOnce()).list.remove(key, version, signal);
+    } catch (err) {
+      const status = apiStatus(err);
+      if (status !== 404 && status !== 409) throw err;
+    }
   }
 
   #backend(leaseName: string, role: "shard" | "member"): LeaseBackend {

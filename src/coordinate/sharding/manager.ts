@@ -233,6 +233,7 @@ export class ShardManager {
       return;
     }
     this.#observe(listed);
+    await this.#collect(signal);
     if (
       !this.#settled &&
       this.#membership.isLeader &&
@@ -268,6 +269,43 @@ export class ShardManager {
       );
     }
     this.#members = members;
+  }
+
+  /**
+   * Deletes membership leases of replicas long gone (released a ttl ago, or silent for three), so a
+   * Deployment's ever-new pod names do not pile up Leases or objects. Only the first live member does
+   * it, each delete conditional on the version it judged, and any failure is left for the next round.
+   */
+  async #collect(signal: AbortSignal): Promise<void> {
+    const remove = this.#space.removeMember?.bind(this.#space);
+    if (!remove || this.#members[0] !== this.identity || !this.#settled) return;
+    const now = this.#clock.monotonic();
+    for (const [key, seen] of this.#seen) {
+      if (seen.holder === this.identity) continue;
+      const ttl = seen.ttlMs ?? this.#ttlMs;
+      const idle = now - seen.atMono;
+      if (!((seen.holder === "" && idle >= ttl) || idle >= 3 * ttl)) continue;
+      try {
+        await withTimeout(
+          this.#clock,
+          this.#callTimeoutMs,
+          signal,
+          `delete of membership lease ${key}`,
+          (s) => remove(key, seen.version, s),
+        );
+        this.#seen.delete(key);
+        this.#log.info(
+          { member: seen.holder || undefined, lease: key },
+          "removed the membership lease of a departed replica",
+        );
+      } catch (err) {
+        if (signal.aborted) return;
+        this.#log.warn(
+          { err, lease: key },
+          "cannot remove a departed replica's membership lease; retrying later",
+        );
+      }
+    }
   }
 
   #rebalance(): void {

@@ -17,6 +17,8 @@ export interface ObjectShardSpaceOptions {
   backendAt: (key: string) => LeaseBackend;
   /** The names under a prefix in the same bucket. */
   list: (prefix: string, signal: AbortSignal) => Promise<string[]>;
+  /** Deletes `key` if still at `token` (undefined: unconditionally); missing or moved is no error. */
+  remove?: (key: string, token: string | undefined, signal: AbortSignal) => Promise<void>;
 }
 
 export class ObjectShardSpace implements ShardLeaseSpace {
@@ -73,6 +75,14 @@ export class ObjectShardSpace implements ShardLeaseSpace {
       }),
     );
     return listed.filter((m): m is ListedMember => m !== undefined);
+  }
+
+  async removeMember(key: string, version: string, signal: AbortSignal): Promise<void> {
+    const remove = this.#opts.remove;
+    if (!remove) return;
+    await remove(key, version, signal);
+    // The lease's epoch sidecar goes with it; a member lease's epoch fences nothing.
+    await remove(`${key}.epoch`, undefined, signal);
   }
 
   async close(): Promise<void> {

@@ -20,5 +20,10 @@ export interface ShardLeaseSpace {
   member(identity: string): LeaseBackend;
   /** Every membership lease that exists, read now. Throws when the listing cannot be had. */
   listMembers(signal: AbortSignal): Promise<ListedMember[]>;
+  /**
+   * Deletes a departed replica's membership lease, only while it is still at `version` (a replica that
+   * came back in between keeps it). Missing or moved is not an error. Optional: without it they stay.
+   */
+  removeMember?(key: string, version: string, signal: AbortSignal): Promise<void>;
   close?(): Promise<void>;
 }

@@ -57,6 +57,19 @@ export class AzureBackend implements ObjectBackend {
     }
   }
 
+  async delete(token: string | undefined, signal: AbortSignal): Promise<void> {
+    const blob = await this.#blob();
+    try {
+      await blob.delete({
+        abortSignal: signal,
+        ...(token !== undefined ? { conditions: { ifMatch: token } } : {}),
+      });
+    } catch (err) {
+      const status = (err as { statusCode?: unknown }).statusCode;
+      if (status !== 404 && status !== 412) throw err;
+    }
+  }
+
   async list(prefix: string, signal: AbortSignal): Promise<string[]> {
     const container = azureContainerClient(await this.#blob(), this.#settings.container, this.#pipeline);
     const names: string[] = [];
