@@ -14,6 +14,7 @@ import { BUDGET_KEY } from "./egress/budget.ts";
 import { describeError } from "./errors.ts";
 import type { Labels } from "./model.ts";
 import { startHealthServer, type HealthServer } from "./obs/health.ts";
+import { orgMeter } from "./obs/org-meter.ts";
 import type { Logger } from "./obs/logger.ts";
 import { silentLogger } from "./obs/logger.ts";
 import type { Metrics } from "./obs/metrics.ts";
@@ -23,6 +24,7 @@ import { shardSeed, shardStateSettings } from "./state/shard-document.ts";
 import type { CheckpointStore } from "./state/store.ts";
 import { systemClock, type Clock } from "./util/clock.ts";
 import { retry } from "./util/retry.ts";
+import { Watchdog } from "./watchdog.ts";
 import { buildGraph, type Graph } from "./wiring.ts";
 
 /** The shard name of the single org (it has no `orgs[].name`). */
@@ -39,6 +41,8 @@ interface Shard {
   name: string;
   org: ResolvedOrg;
   graph: Graph;
+  /** This shard's pipeline watchdog: a stall resigns this shard's lease only. */
+  watchdog: Watchdog;
   /** The running term, while this replica holds the shard. */
   term: { abort: AbortController; done: Promise<void>; limits: Promise<void> } | undefined;
 }
@@ -101,7 +105,28 @@ class ShardedApp implements App {
         ...(deps.sink ? { sink: deps.sink } : {}),
         ...(deps.pollOnce ? { pollOnce: true } : {}),
       });
-      this.#shards.set(name, { name, org, graph, term: undefined });
+      const wd = config.service.watchdog;
+      const egress = graph.egress;
+      const shard: Shard = {
+        name,
+        org,
+        graph,
+        term: undefined,
+        watchdog: new Watchdog({
+          stallMs: wd.stall_timeout,
+          livenessMs: wd.liveness_timeout,
+          clock: this.#clock,
+          // Per shard, so each series carries `org`: one shard's stall is not another's.
+          meter: orgMeter(metrics.meter, name),
+          logger: this.#log.child({ shard: name }),
+          leading: () => shard.term !== undefined && this.#manager.coordinator(name).isLeader,
+          progress: () => graph.pipeline.progress(),
+          storeFailing: () => graph.store.failing(STORE_UNREADY_AFTER_MS),
+          onStall: (reason) => this.#manager.coordinator(name).resign(reason),
+          ...(egress ? { hold: () => egress.hold() } : {}),
+        }),
+      };
+      this.#shards.set(name, shard);
     }
     this.#shared = buildStore(config.state, { exclusiveLock: false, clock: this.#clock, logger });
     // Leads anything at all: dashboards built on the single-leader gauge keep a meaning.
@@ -143,6 +168,7 @@ class ShardedApp implements App {
         held: held.has(s.name),
         holder: this.#manager.coordinator(s.name).holder ?? null,
         state: s.graph.store.location,
+        watchdog: { stalled: s.watchdog.stalled ?? null, wedged: s.watchdog.wedged ?? null },
         ...(held.has(s.name) ? { pipeline: s.graph.pipeline.status() } : {}),
       })),
     };
@@ -157,6 +183,10 @@ class ShardedApp implements App {
   }
 
   #degradation(): string | undefined {
+    for (const s of this.#shards.values()) {
+      const stalled = s.watchdog.stalled;
+      if (stalled !== undefined) return `not ready: watchdog: shard ${s.name}: ${stalled}`;
+    }
     for (const name of this.#manager.held()) {
       const store = this.#shards.get(name)!.graph.store;
       const failing = store.failing(STORE_UNREADY_AFTER_MS);
@@ -175,6 +205,7 @@ class ShardedApp implements App {
     if (signal.aborted) stop.abort();
     else signal.addEventListener("abort", onStop, { once: true });
     let crash: unknown;
+    const watching = [...this.#shards.values()].map((s) => s.watchdog.run(stop.signal));
     try {
       this.#log.info(
         {
@@ -199,6 +230,7 @@ class ShardedApp implements App {
       });
     } finally {
       stop.abort();
+      await Promise.all(watching);
       signal.removeEventListener("abort", onStop);
       await this.#close();
     }
@@ -210,6 +242,13 @@ class ShardedApp implements App {
       addr: this.#deps.healthAddr ?? this.#config.service.health_addr,
       readiness: { notReadyReason: () => this.#notReady(), degradation: () => this.#degradation() },
       status: () => this.status(),
+      liveness: () => {
+        for (const s of this.#shards.values()) {
+          const wedged = s.watchdog.wedged;
+          if (wedged !== undefined) return `shard ${s.name}: ${wedged}`;
+        }
+        return undefined;
+      },
       metrics: this.#metrics.handlePrometheus,
     });
     this.#log.info({ url: this.#health.url }, "health server listening");
