@@ -48,6 +48,23 @@ export function shardingScenarios(fixture: () => ShardFixture): void {
     for (const org of ORGS) assert.equal(f.shardHolder(org), f.sim.holders().get(org));
   });
 
+  it("replicas started one by one converge too, by clean hand-overs only", async () => {
+    const f = fixture();
+    const rs = [f.sim.replica("r1")];
+    await f.sim.until(() => rs[0]!.held().length === 6, "a lone replica holds every shard");
+    rs.push(f.sim.replica("r2"));
+    await f.sim.until(() => f.sim.balanced(rs, [3, 3]), "2 replicas split 3 and 3", TTL);
+    rs.push(f.sim.replica("r3"));
+    const took = await f.sim.until(() => f.sim.balanced(rs, [2, 2, 2]), "3 replicas split 2, 2, 2", TTL);
+    report(`staggered start: the 3rd replica balanced after ${took} virtual ms`);
+    const losses = rs.flatMap((r) => r.events.filter((e) => e.startsWith("-")));
+    assert.ok(
+      losses.every((e) => e.endsWith(":stopping")),
+      `only clean hand-overs: ${losses.join(" ")}`,
+    );
+    assert.equal(losses.length, 3 + 2, "the minimum: 3 shards to r2, then 1 each from r1 and r2 to r3");
+  });
+
   it("a replica that dies (stops renewing) has its shards taken within ttl + renew", async () => {
     const f = fixture();
     const [r1, r2, r3] = await threeConverged(f);
