@@ -100,7 +100,9 @@ class ShardedApp implements App {
       const graph = buildGraph(shardConfig(config, org), {
         clock: this.#clock,
         logger: org.name ? logger.child({ org: org.name }) : logger,
-        meter: metrics.meter,
+        // Every series of a shard's graph carries `org`: each shard has its own pipeline, sink and
+        // store, and two shards' gauges under one label set would overwrite each other.
+        meter: orgMeter(metrics.meter, name),
         coordinator: this.#manager.coordinator(name),
         ...(deps.sink ? { sink: deps.sink } : {}),
         ...(deps.pollOnce ? { pollOnce: true } : {}),

@@ -138,6 +138,8 @@ test("two sharded daemons split two orgs, each in its own seeded document, and r
       assert.match(metrics, /sf2loki_shard_members 2/);
       assert.match(metrics, /sf2loki_shard_fair_share 1/);
       assert.match(metrics, /sf2loki_shard_moves_total\{org="\w+",reason="acquired"\} 1/);
+      // Each shard's own pipeline and store series carry its org, so two shards never overwrite.
+      assert.match(metrics, /sf2loki_checkpoint_store_up\{org="(prod|emea)"\} 1/);
     }
     // Seeded from the shared document: the org's own keys, and the legacy ones for the first org only.
     const doc = (org: string): Record<string, string> => {
