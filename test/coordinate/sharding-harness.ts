@@ -116,6 +116,8 @@ export class ShardReplica {
   readonly ctl = new AbortController();
   /** `+org`, `-org:lost`, `-org:stopping`, in order. */
   readonly events: string[] = [];
+  /** The virtual (monotonic) time of each event, same index. */
+  readonly at: number[] = [];
   /** One fenced checkpoint store per shard, as the sharded app wires them. */
   readonly stores = new Map<string, MemoryStore>();
   done: Promise<void> = Promise.resolve();
@@ -145,11 +147,13 @@ export class ShardReplica {
       signal: this.ctl.signal,
       onAcquire: async (org) => {
         this.events.push(`+${org}`);
+        this.at.push(this.clock.monotonic());
         log.push(`${this.name}+${org}`);
         await this.stores.get(org)!.claimTerm();
       },
       onLose: async (org, why: LossReason) => {
         this.events.push(`-${org}:${why}`);
+        this.at.push(this.clock.monotonic());
         log.push(`${this.name}-${org}:${why}`);
         // The drain's last commit: only a clean stop or hand-over may still write.
         if (why === "stopping") await this.stores.get(org)!.commit("drained", this.name);
@@ -164,6 +168,12 @@ export class ShardReplica {
 
   held(): string[] {
     return this.manager.held();
+  }
+
+  /** When `event` last happened, in virtual ms. */
+  when(event: string): number | undefined {
+    const i = this.events.lastIndexOf(event);
+    return i < 0 ? undefined : this.at[i];
   }
 
   /** Whether this replica's store for `org` accepts a write right now. */

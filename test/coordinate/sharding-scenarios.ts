@@ -108,7 +108,32 @@ export function shardingScenarios(fixture: () => ShardFixture): void {
       "released cleanly: drained while still leading",
     );
     assert.equal(from.stores.get(moved[0]!)!.doc.get("drained"), from.name, "the drain's commit landed");
+    const handover = r4.when(`+${moved[0]}`)! - from.when(`-${moved[0]}:stopping`)!;
+    report(`4th replica: acquired ${handover} virtual ms after the hand-over began`);
+    assert.ok(
+      handover <= RENEW / 2 + 100,
+      `taken ${handover} ms after the hand-over; the new owner polls every renew / 2`,
+    );
     for (const r of [...rs, r4]) assert.equal(r.manager.members.length, 4);
+  });
+
+  it("a replacement for a dead replica is handed its share without waiting out the dead one's membership", async () => {
+    const f = fixture();
+    const [r1, r2, r3] = await threeConverged(f);
+    r3!.clock.frozen = true;
+    r3!.tracker.hanging = true;
+    await f.sim.until(() => f.sim.balanced([r1!, r2!], [3, 3]), "the survivors take r3's shards", 3 * TTL);
+    // r3's membership lease is still there, unchanged: the replacement has never seen it renew.
+    assert.equal(f.memberHolder("r3"), "r3");
+    const r4 = f.sim.replica("r4");
+    const took = await f.sim.until(
+      () => f.sim.balanced([r1!, r2!, r4], [2, 2, 2]),
+      "r4 gets its share",
+      3 * TTL,
+    );
+    report(`replacement replica balanced ${took} virtual ms after it started`);
+    assert.ok(took < TTL, `balanced ${took} ms after the replacement started; it must not wait a ttl for r3`);
+    assert.deepEqual([...r4.manager.members], ["r1", "r2", "r4"]);
   });
 
   it("a partitioned replica fences every shard it holds before its leases expire for the others", async () => {

@@ -49,7 +49,12 @@ export interface ShardStatus {
 
 interface Seen {
   version: string;
+  /** When this version was first seen. */
   atMono: number;
+  /** Whether the lease was ever seen to change: only then is it known to be renewed by someone. */
+  changed: boolean;
+  /** A member that appeared after this replica settled counts from then on: once it has settled too. */
+  newcomerUntilMono: number;
   holder: string;
   ttlMs: number | undefined;
 }
@@ -60,6 +65,7 @@ export class ShardManager {
   readonly #space: ShardLeaseSpace;
   readonly #ttlMs: number;
   readonly #tickMs: number;
+  readonly #renewMs: number;
   readonly #callTimeoutMs: number;
   readonly #clock: Clock;
   readonly #log: Logger;
@@ -72,6 +78,7 @@ export class ShardManager {
   #desired = new Set<string>();
   /** Until the first listing after our own membership lease is written, claim nothing (cold start). */
   #settled = false;
+  #startedMono = 0;
   #stopping = false;
   readonly #moves: { add(n: number, attrs: Record<string, string>): void } | undefined;
 
@@ -81,6 +88,7 @@ export class ShardManager {
     this.#space = opts.space;
     this.#ttlMs = opts.ttlMs;
     this.#tickMs = opts.renewIntervalMs / 2;
+    this.#renewMs = opts.renewIntervalMs;
     this.#callTimeoutMs = opts.renewIntervalMs / 2;
     this.#clock = opts.clock ?? systemClock;
     this.#log = (opts.logger ?? silentLogger).child({
@@ -166,6 +174,7 @@ export class ShardManager {
    * the membership lease last. Rejects with the first callback failure, after everything stopped.
    */
   async run(callbacks: ShardCallbacks): Promise<void> {
+    this.#startedMono = this.#clock.monotonic();
     const shardsStop = new AbortController();
     const memberStop = new AbortController();
     const onStop = (): void => {
@@ -234,9 +243,13 @@ export class ShardManager {
     }
     this.#observe(listed);
     await this.#collect(signal);
+    // Claim nothing until our own membership is listed and we have watched the others for a renew
+    // interval and a tick: by then every live member's lease has changed under our eyes, so a cold start
+    // or a join sees the same members as everyone else and does not grab shards it must hand back.
     if (
       !this.#settled &&
       this.#membership.isLeader &&
+      this.#clock.monotonic() - this.#startedMono >= this.#renewMs + this.#tickMs &&
       listed.some((m) => m.snapshot.record?.holder === this.identity)
     ) {
       this.#settled = true;
@@ -253,13 +266,30 @@ export class ShardManager {
       const holder = snapshot.record?.holder ?? "";
       const ttlMs = snapshot.record?.ttlMs;
       if (prev?.version === snapshot.version) continue;
-      this.#seen.set(key, { version: snapshot.version, atMono: now, holder, ttlMs });
+      this.#seen.set(key, {
+        version: snapshot.version,
+        atMono: now,
+        changed: prev !== undefined,
+        // A joiner claims nothing for a renew interval and a tick (see #refresh): hand it shards only
+        // then, or they would sit released and unclaimed meanwhile.
+        newcomerUntilMono:
+          prev?.newcomerUntilMono ?? (this.#settled ? now + this.#renewMs + this.#tickMs : now),
+        holder,
+        ttlMs,
+      });
     }
     for (const key of this.#seen.keys()) if (!keys.has(key)) this.#seen.delete(key);
+    // A lease seen changing within its ttl is a live member. One never seen changing (this replica just
+    // started, or the member just died) counts only while it still holds a shard: a replica that replaces
+    // a dead one must not wait a ttl for the dead one's membership before taking what it is handed.
+    const holding = new Set<string>();
+    for (const c of this.#coordinators.values()) if (c.holder !== undefined) holding.add(c.holder);
     const live = new Set<string>([this.identity]);
     for (const seen of this.#seen.values()) {
       if (seen.holder === "" || seen.holder === this.identity) continue;
-      if (now - seen.atMono < (seen.ttlMs ?? this.#ttlMs)) live.add(seen.holder);
+      if (now - seen.atMono >= (seen.ttlMs ?? this.#ttlMs)) continue;
+      if (now < seen.newcomerUntilMono) continue;
+      if (seen.changed || holding.has(seen.holder)) live.add(seen.holder);
     }
     const members = [...live].sort();
     if (members.join("\n") !== this.#members.join("\n")) {
