@@ -76,7 +76,10 @@ export class ShardManager {
   readonly #since = new Map<string, number>();
   #members: string[] = [];
   #desired = new Set<string>();
-  /** Until the first listing after our own membership lease is written, claim nothing (cold start). */
+  /**
+   * False until our own membership lease is listed and we have watched the others for a renew interval
+   * and a tick (see #refresh): until then, claim nothing.
+   */
   #settled = false;
   #startedMono = 0;
   #stopping = false;
