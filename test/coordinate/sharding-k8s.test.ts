@@ -1,7 +1,8 @@
 // Sharding on Kubernetes Leases through the real @kubernetes/client-node against the loopback API server.
 import { after, afterEach, before, beforeEach, describe } from "node:test";
 import { KubeConfig } from "@kubernetes/client-node";
-import { leaseApiFor, leaseListFor } from "../../src/coordinate/k8s-lease/client.ts";
+import { leaseApiFor } from "../../src/coordinate/k8s-lease/client.ts";
+import { leaseListFor } from "../../src/coordinate/k8s-lease/list-client.ts";
 import { K8sShardSpace } from "../../src/coordinate/sharding/k8s-space.ts";
 import { k8sMemberLeaseName, k8sShardLeaseName } from "../../src/coordinate/sharding/names.ts";
 import { K8sEmulator } from "../support/k8s-emulator.ts";

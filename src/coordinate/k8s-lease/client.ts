@@ -3,17 +3,15 @@ import {
   CoordinationV1Api,
   KubeConfig,
   Observable,
-  V1DeleteOptions,
   V1Lease,
   V1LeaseSpec,
   V1MicroTime,
   V1ObjectMeta,
-  V1Preconditions,
   type ConfigurationOptions,
   type ObservableMiddleware,
 } from "@kubernetes/client-node";
 import { ConfigError, describeError } from "../../errors.ts";
-import type { LeaseApi, LeaseListApi, LeaseObject } from "./api.ts";
+import type { LeaseApi, LeaseObject } from "./api.ts";
 
 export function leaseApiFor(kc: KubeConfig, namespace: string, name: string): LeaseApi {
   const api = kc.makeApiClient(CoordinationV1Api);
@@ -30,30 +28,6 @@ export function leaseApiFor(kc: KubeConfig, namespace: string, name: string): Le
           withSignal(signal),
         ),
       ),
-  };
-}
-
-export function leaseListFor(kc: KubeConfig, namespace: string): LeaseListApi {
-  const api = kc.makeApiClient(CoordinationV1Api);
-  return {
-    list: async (labelSelector, signal) => {
-      const out: LeaseObject[] = [];
-      let cont: string | undefined;
-      do {
-        const page = await api.listNamespacedLease(
-          { namespace, labelSelector, ...(cont ? { _continue: cont } : {}) },
-          withSignal(signal),
-        );
-        for (const lease of page.items) out.push(fromV1(lease));
-        cont = page.metadata?._continue || undefined;
-      } while (cont);
-      return out;
-    },
-    remove: async (name, resourceVersion, signal) => {
-      const body = new V1DeleteOptions();
-      body.preconditions = Object.assign(new V1Preconditions(), { resourceVersion });
-      await api.deleteNamespacedLease({ name, namespace, body }, withSignal(signal));
-    },
   };
 }
 
@@ -74,7 +48,7 @@ function toV1(lease: LeaseObject): V1Lease {
   return out;
 }
 
-function fromV1(lease: V1Lease): LeaseObject {
+export function fromV1(lease: V1Lease): LeaseObject {
   const m = lease.metadata;
   const s = lease.spec;
   return {
@@ -110,7 +84,7 @@ function withoutNulls<T extends object>(obj: T): { [K in keyof T]: Exclude<T[K],
 }
 
 /** Per-call options that hand our AbortSignal to the client's fetch, so a hung call can be abandoned. */
-function withSignal(signal: AbortSignal): ConfigurationOptions {
+export function withSignal(signal: AbortSignal): ConfigurationOptions {
   const middleware: ObservableMiddleware = {
     pre: (ctx) => {
       ctx.setSignal(signal);

@@ -194,8 +194,10 @@ async function once(
 
 async function connectK8s(settings: K8sLeaseSettings, env: NodeJS.ProcessEnv): Promise<K8sLeaseClients> {
   let client: typeof import("../k8s-lease/client.ts");
+  let lists: typeof import("../k8s-lease/list-client.ts");
   try {
     client = await import("../k8s-lease/client.ts");
+    lists = await import("../k8s-lease/list-client.ts");
   } catch (err) {
     throw new ConfigError(
       `coordinate.type is 'k8s_lease' but the Kubernetes client cannot be loaded (${describeError(err)}); ` +
@@ -205,6 +207,6 @@ async function connectK8s(settings: K8sLeaseSettings, env: NodeJS.ProcessEnv): P
   const kc = client.kubeConfigFor(settings, env);
   return {
     lease: (name) => client.leaseApiFor(kc, settings.namespace, name),
-    list: client.leaseListFor(kc, settings.namespace),
+    list: lists.leaseListFor(kc, settings.namespace),
   };
 }
