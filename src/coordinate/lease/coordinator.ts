@@ -83,8 +83,10 @@ export class LeaseCoordinator implements Coordinator {
   #resigned: AbortController | undefined;
   /** Set by handOver() for the current term: drain while still leading, then release. */
   #handover: AbortController | undefined;
-  /** Aborted by nudge(): the campaign re-reads now instead of at its next poll. */
-  #nudge = new AbortController();
+  /** Set by nudge(): the campaign re-reads now instead of at its next poll. */
+  #nudged = false;
+  /** Wakes the campaign's current pause, if it is in one. */
+  #wake: AbortController | undefined;
 
   constructor(opts: LeaseCoordinatorOptions) {
     this.#backend = opts.backend;
@@ -165,7 +167,8 @@ export class LeaseCoordinator implements Coordinator {
 
   /** A standby re-reads the lease now (its gate just opened), not at its next poll. */
   nudge(): void {
-    this.#nudge.abort();
+    this.#nudged = true;
+    this.#wake?.abort();
   }
 
   checkFence(): void {
@@ -219,8 +222,8 @@ export class LeaseCoordinator implements Coordinator {
   /** Loops until we hold the lease (true) or `signal` aborts (false). */
   async #campaign(signal: AbortSignal): Promise<boolean> {
     while (!signal.aborted) {
-      // A nudge that lands during this round's read cuts its pause short; an older one is spent.
-      if (this.#nudge.signal.aborted) this.#nudge = new AbortController();
+      // A nudge that lands during this round's read skips its pause; an older one is spent.
+      this.#nudged = false;
       const snap = await this.#readForCampaign(signal);
       let waitMs = this.#standbyPollMs;
       if (snap !== UNREADABLE && this.#claimable(snap) && (this.#gate?.() ?? true)) {
@@ -230,9 +233,26 @@ export class LeaseCoordinator implements Coordinator {
         // A lost race is settled by the next read; the short pause only keeps a flapping backend polite.
         if (outcome === "conflict") waitMs = Math.max(this.#backend.confirmDelayMs, this.#renewMs / 10);
       }
-      await pause(this.#clock, waitMs, AbortSignal.any([signal, this.#nudge.signal]));
+      await this.#pauseUnlessNudged(waitMs, signal);
     }
     return false;
+  }
+
+  /** The campaign's pause between reads, cut short by a stop or a nudge. */
+  async #pauseUnlessNudged(ms: number, signal: AbortSignal): Promise<void> {
+    if (this.#nudged) return;
+    const wake = new AbortController();
+    const onStop = (): void => {
+      wake.abort();
+    };
+    signal.addEventListener("abort", onStop, { once: true });
+    this.#wake = wake;
+    try {
+      await pause(this.#clock, ms, signal.aborted ? signal : wake.signal);
+    } finally {
+      this.#wake = undefined;
+      signal.removeEventListener("abort", onStop);
+    }
   }
 
   async #readForCampaign(signal: AbortSignal): Promise<LeaseSnapshot | undefined | typeof UNREADABLE> {
