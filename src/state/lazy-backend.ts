@@ -28,6 +28,18 @@ export class LazyBackend implements ObjectBackend {
     return (await this.#loaded()).put(bytes, precondition, signal);
   }
 
+  async list(prefix: string, signal: AbortSignal): Promise<string[]> {
+    const backend = await this.#loaded();
+    if (!backend.list) throw new Error(`${this.hints.location}: this backend cannot list objects`);
+    return backend.list(prefix, signal);
+  }
+
+  async delete(token: string | undefined, signal: AbortSignal): Promise<void> {
+    const backend = await this.#loaded();
+    if (!backend.delete) throw new Error(`${this.hints.location}: this backend cannot delete objects`);
+    return backend.delete(token, signal);
+  }
+
   /** Only errors from get/put are classified, and those come from a loaded backend. */
   classify(err: unknown): ErrorClass {
     return this.#backend?.classify(err) ?? "other";

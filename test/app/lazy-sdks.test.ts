@@ -84,3 +84,18 @@ test("object stores, object leases, Pub/Sub topics and OTLP push build offline w
   });
   assert.deepEqual(loaded, []);
 });
+
+test("a sharded daemon (coordinate.sharding on an S3 lease) builds offline without its SDK", async () => {
+  const org = (name: string) => ({ name, salesforce, sources: base.sources });
+  const loaded = await packagesLoadedBuilding({
+    orgs: [org("prod"), org("emea")],
+    sink: base.sink,
+    state: { store: "s3", s3: { bucket: "b", key: "k", endpoint_url: "http://127.0.0.1:9" } },
+    coordinate: {
+      type: "s3_lease",
+      s3_lease: { bucket: "b", endpoint_url: "http://127.0.0.1:9" },
+      sharding: { enabled: true },
+    },
+  });
+  assert.deepEqual(loaded, []);
+});

@@ -2,10 +2,8 @@
 // buildCoordinator: clients open when the manager runs.
 import type { Meter } from "@opentelemetry/api";
 import { ConfigError, describeError } from "../../errors.ts";
-import { AzureBackend } from "../../state/azure/backend.ts";
-import { GcsBackend } from "../../state/gcs-store.ts";
+import { azureBackend, gcsBackend, s3Backend } from "../../state/backends.ts";
 import type { ObjectBackend } from "../../state/object-backend.ts";
-import { S3Backend } from "../../state/s3-store.ts";
 import { systemClock } from "../../util/clock.ts";
 import type { CoordinatorDeps } from "../build.ts";
 import {
@@ -87,16 +85,16 @@ function leaseSpace(
     case "s3_lease": {
       const { lease } = objectLeaseBackend("s3_lease", settings, objectDeps);
       const s = settings.s3_lease!;
-      const lister = new S3Backend(s, deps.objectLease?.s3ClientConfig);
+      const lister = s3Backend(s, deps.objectLease?.s3ClientConfig);
       return {
         space: new ObjectShardSpace({
           kind: "s3_lease",
           bucketUri: `s3://${s.bucket}`,
           prefix: s.key,
           backendAt: (key) => s3LeaseBackend({ ...s, key }, objectDeps),
-          list: (prefix, signal) => lister.list(prefix, signal),
+          list: (prefix, signal) => listed(lister, prefix, signal),
           remove: (key, token, signal) =>
-            once(new S3Backend({ ...s, key }, deps.objectLease?.s3ClientConfig), token, signal),
+            once(s3Backend({ ...s, key }, deps.objectLease?.s3ClientConfig), token, signal),
         }),
         identity: objectLeaseHolder(lease, host, clock),
         ttlMs: lease.ttl,
@@ -106,7 +104,7 @@ function leaseSpace(
     case "gcs_lease": {
       const { lease } = objectLeaseBackend("gcs_lease", settings, objectDeps);
       const s = settings.gcs_lease!;
-      const lister = new GcsBackend(s, {
+      const lister = gcsBackend(s, {
         configSection: "coordinate.gcs_lease",
         storageOptions: deps.objectLease?.gcsStorageOptions,
       });
@@ -116,10 +114,10 @@ function leaseSpace(
           bucketUri: `gs://${s.bucket}`,
           prefix: s.object_name,
           backendAt: (object_name) => gcsLeaseBackend({ ...s, object_name }, objectDeps),
-          list: (prefix, signal) => lister.list(prefix, signal),
+          list: (prefix, signal) => listed(lister, prefix, signal),
           remove: (object_name, token, signal) =>
             once(
-              new GcsBackend(
+              gcsBackend(
                 { ...s, object_name },
                 {
                   configSection: "coordinate.gcs_lease",
@@ -138,7 +136,7 @@ function leaseSpace(
     case "azure_lease": {
       const { lease } = objectLeaseBackend("azure_lease", settings, objectDeps);
       const s = settings.azure_lease!;
-      const lister = new AzureBackend(s, {
+      const lister = azureBackend(s, {
         configSection: "coordinate.azure_lease",
         ...(deps.objectLease?.azurePipelineOptions
           ? { pipelineOptions: deps.objectLease.azurePipelineOptions }
@@ -150,10 +148,10 @@ function leaseSpace(
           bucketUri: `azure://${s.container}`,
           prefix: s.blob_name,
           backendAt: (blob_name) => azureLeaseBackend({ ...s, blob_name }, objectDeps),
-          list: (prefix, signal) => lister.list(prefix, signal),
+          list: (prefix, signal) => listed(lister, prefix, signal),
           remove: (blob_name, token, signal) =>
             once(
-              new AzureBackend(
+              azureBackend(
                 { ...s, blob_name },
                 {
                   configSection: "coordinate.azure_lease",
@@ -179,12 +177,13 @@ function leaseSpace(
   }
 }
 
+function listed(backend: ObjectBackend, prefix: string, signal: AbortSignal): Promise<string[]> {
+  if (!backend.list) throw new Error(`${backend.hints.location}: this backend cannot list objects`);
+  return backend.list(prefix, signal);
+}
+
 /** One conditional delete on a short-lived adapter (departed members are rare), then its client closed. */
-async function once(
-  backend: { delete?: ObjectBackend["delete"]; close(): Promise<void> },
-  token: string | undefined,
-  signal: AbortSignal,
-): Promise<void> {
+async function once(backend: ObjectBackend, token: string | undefined, signal: AbortSignal): Promise<void> {
   try {
     await backend.delete?.(token, signal);
   } finally {
