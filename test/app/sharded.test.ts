@@ -17,6 +17,7 @@ import { DEMO_SECRET } from "../../src/sim/demo-world.ts";
 import { startLokiReceiver } from "../../src/sim/loki.ts";
 import { startSimOrg, type SimOrg } from "../../src/sim/salesforce/index.ts";
 import { K8sEmulator } from "../support/k8s-emulator.ts";
+import { captureLogger } from "../state/helpers/capture-logger.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const NS = "sf2loki";
@@ -172,4 +173,103 @@ test("two sharded daemons split two orgs, each in its own seeded document, and r
     assert.ok(emu.lease(NS, name), `${name} exists`);
     assert.equal(holderOf(name), "", `${name} released on stop`);
   }
+});
+
+test("one daemon, two orgs: losing one shard stops that org's pipeline only, and it comes back", async (t) => {
+  const emu = await K8sEmulator.start();
+  t.after(() => emu.close());
+  const loki = await startLokiReceiver();
+  t.after(() => loki.stop());
+  const orgs: Record<string, SimOrg> = {};
+  for (const [name, orgId] of [
+    ["prod", "00DSIMPROD0000001A"],
+    ["emea", "00DSIMEMEA0000001A"],
+  ] as const) {
+    orgs[name] = await startSimOrg({
+      orgId,
+      clientSecret: DEMO_SECRET,
+      topics: [],
+      eventsPerTopic: 0,
+      polling: { objects: { LoginEvent: { records: 10 } } },
+    });
+    t.after(() => orgs[name]!.stop());
+  }
+  const config = validateConfig({
+    orgs: Object.entries(orgs).map(([name, org]) => ({
+      name,
+      salesforce: simSalesforceConfig(org, DEMO_SECRET),
+      sources: pollingSources(org.rest.data),
+    })),
+    sink: { loki: { url: loki.pushUrl, batch: { flush_interval: "50ms" } } },
+    state: { file: { path: join(tempDir(), "state.json") } },
+    coordinate: {
+      type: "k8s_lease",
+      k8s_lease: { namespace: NS, name: NAME, lease_duration: "3s", renew_interval: "1s" },
+      sharding: { enabled: true },
+    },
+  });
+  const log = captureLogger();
+  const app = createApp(config, {
+    pollOnce: true,
+    healthAddr: "127.0.0.1:0",
+    logger: log.logger,
+    shardSpace: space(emu, "solo"),
+    host: { hostname: "solo", pid: 1, env: { HOSTNAME: "solo" } },
+  });
+  const stop = new AbortController();
+  const running = app.run(stop.signal);
+  try {
+    const held = async (): Promise<string[]> =>
+      (
+        (await (await fetch(`${app.healthUrl()!}/statusz`)).json()) as {
+          sharding: { shards: { org: string }[] };
+        }
+      ).sharding.shards
+        .map((s) => s.org)
+        .sort();
+    await until(
+      async () => app.healthUrl() !== undefined && (await held()).length === 2,
+      "solo holds both orgs",
+    );
+    const epochBefore = (emu.lease(NS, `${NAME}-prod`) as { spec: { leaseTransitions: number } }).spec
+      .leaseTransitions;
+    // Someone else takes prod's Lease behind solo's back: a newer epoch, just renewed.
+    emu.seed(NS, `${NAME}-prod`, {
+      metadata: { labels: { "sf2loki.io/lease-set": NAME, "sf2loki.io/lease-role": "shard" } },
+      spec: {
+        holderIdentity: "intruder",
+        leaseTransitions: epochBefore + 10,
+        leaseDurationSeconds: 3,
+        renewTime: new Date().toISOString().replace("Z", "000Z"),
+      },
+    });
+    await until(async () => (await held()).join() === "emea", "solo loses prod and keeps emea");
+    const metrics = await (await fetch(`${app.healthUrl()!}/metrics`)).text();
+    assert.match(metrics, /sf2loki_shard_leader\{org="prod"\} 0/);
+    assert.match(metrics, /sf2loki_shard_leader\{org="emea"\} 1/);
+    assert.match(metrics, /sf2loki_shard_moves_total\{org="prod",reason="lost"\} 1/);
+    // The intruder never renews (and is no member): a ttl later prod is solo's again, at a newer epoch.
+    await until(
+      async () => (await held()).length === 2,
+      "solo takes prod back once the intruder's lease expires",
+      15_000,
+    );
+    const epochAfter = (emu.lease(NS, `${NAME}-prod`) as { spec: { leaseTransitions: number } }).spec
+      .leaseTransitions;
+    assert.ok(epochAfter > epochBefore + 10, `prod's epoch moved past the intruder's: ${epochAfter}`);
+  } finally {
+    stop.abort();
+    await running;
+  }
+  const stops = log.lines.filter(
+    (l) => /^shard lost|^releasing shard/.test(l.msg) || l.msg === "shard lost: its pipeline stops",
+  );
+  const orgOf = (l: Record<string, unknown>): unknown => l.org ?? l.shard;
+  const emeaStops = stops.filter((l) => orgOf(l) === "emea");
+  // emea ran untouched until the final stop: one clean release at shutdown, no loss.
+  assert.deepEqual(
+    emeaStops.map((l) => l.msg),
+    ["releasing shard: draining and committing, then releasing its lease"],
+  );
+  assert.ok(stops.some((l) => orgOf(l) === "prod" && l.msg === "shard lost: its pipeline stops"));
 });
