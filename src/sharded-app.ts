@@ -108,7 +108,7 @@ class ShardedApp implements App {
         ...(deps.pollOnce ? { pollOnce: true } : {}),
       });
       const wd = config.service.watchdog;
-      const egress = graph.egress;
+      const governors = graph.governors;
       const shard: Shard = {
         name,
         org,
@@ -122,10 +122,13 @@ class ShardedApp implements App {
           meter: orgMeter(metrics.meter, name),
           logger: this.#log.child({ shard: name }),
           leading: () => shard.term !== undefined && this.#manager.coordinator(name).isLeader,
-          progress: () => graph.pipeline.progress(),
+          // As RunningApp: a paused destination's lanes are not work to wait on (#123).
+          progress: () => graph.pipeline.progress(governors.pausedRoutes()),
           storeFailing: () => graph.store.failing(STORE_UNREADY_AFTER_MS),
           onStall: (reason) => this.#manager.coordinator(name).resign(reason),
-          ...(egress ? { hold: () => egress.hold() } : {}),
+          ...(governors.configured
+            ? { hold: () => ({ paused: false, resumedAtMono: governors.lastResumedMono() }) }
+            : {}),
         }),
       };
       this.#shards.set(name, shard);
@@ -268,16 +271,12 @@ class ShardedApp implements App {
       if (!(await this.#claim(shard, abort.signal, log))) return;
       await this.#seed(shard, log);
       if (!(await this.#labels(shard, abort.signal))) return;
-      if (graph.egress) {
-        try {
-          await graph.egress.startTerm(graph.store);
-        } catch (err) {
-          log.warn(
-            { err: describeError(err) },
-            "could not read egress:budget for this shard; counting from zero",
-          );
-        }
-      }
+      await graph.governors.startTerm(graph.store, (g, err) => {
+        log.warn(
+          { destination: g.destination?.name, err: describeError(err) },
+          "could not read egress:budget for this shard; counting today's bytes from what this process knew",
+        );
+      });
       await graph.pipeline.run(abort.signal);
     };
     const done = run().catch((err: unknown) => {
@@ -351,7 +350,12 @@ class ShardedApp implements App {
       );
       return;
     }
-    const seed = shardSeed(shared, shard.org.name, shard.org.legacyFallback, new Set([BUDGET_KEY]));
+    // Egress budgets: the org's own destination's day count (`egress:budget:<org>`) comes along; the
+    // deployment-wide one and other orgs' stay behind (each shard counts its own under sharding).
+    const own = `${BUDGET_KEY}:${shard.org.name}`;
+    const budgets = new Set(Object.keys(shared).filter((k) => k.startsWith(BUDGET_KEY) && k !== own));
+    const seed = shardSeed(shared, shard.org.name, shard.org.legacyFallback, budgets);
+    if (shard.org.name !== "" && shared[own] !== undefined) seed[own] = shared[own];
     if (Object.keys(seed).length === 0) return;
     await store.commitMany(seed);
     log.info(
@@ -394,7 +398,10 @@ class ShardedApp implements App {
     const steps: [string, () => Promise<void>][] = [];
     for (const s of this.#shards.values()) {
       steps.push(
-        [`sink of ${s.name}`, () => s.graph.sink.close()],
+        [
+          `sinks of ${s.name}`,
+          () => Promise.all(s.graph.destinations.map((d) => d.sink.close())).then(() => undefined),
+        ],
         [
           `salesforce client of ${s.name}`,
           () => Promise.all(s.graph.orgs.map((o) => o.rest.close())).then(() => undefined),

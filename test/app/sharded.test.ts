@@ -72,6 +72,8 @@ test("two sharded daemons split two orgs, each in its own seeded document, and r
     "org=prod:test:marker": "prod-was-here",
     "org=emea:test:marker": "emea-was-here",
     "legacy:marker": "single-org-days",
+    "egress:budget": '{"day":"2026-12-01","bytes":1}',
+    "egress:budget:emea": '{"day":"2026-12-01","bytes":2}',
     __fence_epoch__: "7",
   });
   writeFileSync(shared, before);
@@ -161,6 +163,10 @@ test("two sharded daemons split two orgs, each in its own seeded document, and r
     assert.equal(prod["org=emea:test:marker"], undefined);
     assert.equal(emea["org=emea:test:marker"], "emea-was-here");
     assert.equal(emea["legacy:marker"], undefined);
+    // Budgets: an org's own destination's count comes along; the deployment-wide one stays behind.
+    assert.equal(emea["egress:budget:emea"], '{"day":"2026-12-01","bytes":2}');
+    assert.equal(prod["egress:budget"], undefined);
+    assert.equal(prod["egress:budget:emea"], undefined);
     assert.ok(prod.__fence_epoch__ && emea.__fence_epoch__, "each document carries its own fence epoch");
     assert.equal(readFileSync(shared, "utf8"), before, "the shared document is never written");
   } finally {
