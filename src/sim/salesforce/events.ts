@@ -1,5 +1,6 @@
 // Deterministic Real-Time Event Monitoring traffic: with seed S, topic T's n-th event is always the
-// same record (EventIdentifier `sim-<T's last segment>-<n>`), Avro-encoded with a per-topic schema.
+// same record (EventIdentifier `<prefix>-<T's last segment>-<n>`, prefix `sim` unless the org has its
+// own), Avro-encoded with a per-topic schema.
 import { createHash } from "node:crypto";
 import avsc from "avsc";
 
@@ -208,12 +209,13 @@ export function generateEvent(
   schema: SimTopicSchema,
   n: number,
   createdMs: number,
+  idPrefix = "sim",
 ): Record<string, unknown> {
   const rand = prng(seedFor(seed, schema.topic, n));
   const eventMs = createdMs - 5;
   const user = pick(rand, USERS);
   const common: Record<string, unknown> = {
-    EventIdentifier: `sim-${schema.shortName}-${n}`,
+    EventIdentifier: `${idPrefix}-${schema.shortName}-${n}`,
     EventDate: eventMs,
     CreatedDate: createdMs,
     UserId: sfId(rand, "005"),

@@ -1,6 +1,8 @@
 // The simulated org's HTTP face: OAuth token endpoint (JWT bearer verified with jose, or client
 // credentials) and userinfo here; everything under /services/data (describeGlobal, SOQL, EventLogFile
-// blobs, ApexLog bodies, limits) is the REST simulator's, mounted on the same port.
+// blobs, ApexLog bodies, limits) is the REST simulator's, mounted on the same port. Several orgs can
+// share the port: a token request goes to the org whose client id (or JWT issuer) it names, every
+// other request to the org that issued its bearer token.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { decodeJwt, jwtVerify } from "jose";
@@ -28,13 +30,68 @@ function bearer(req: IncomingMessage): string {
   return auth.startsWith("Bearer ") ? auth.slice(7) : "";
 }
 
-export function createSimHttpServer(state: SimOrgState, rest: SimRestHandler): Server {
+/** One org behind the shared port: its state and its REST handler. */
+export interface SimHttpOrg {
+  state: SimOrgState;
+  rest: SimRestHandler;
+}
+
+/** The client id a token request names: `client_id` of client credentials, `iss` of a JWT assertion. */
+function clientIdOf(form: URLSearchParams): string | undefined {
+  if (form.get("grant_type") !== JWT_GRANT) return form.get("client_id") ?? undefined;
+  try {
+    const iss = decodeJwt(form.get("assertion") ?? "").iss;
+    return typeof iss === "string" ? iss : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function createSimHttpServer(orgs: readonly SimHttpOrg[]): Server {
+  const routed = orgs.map((o) => ({ state: o.state, handle: orgHandler(o.state, o.rest) }));
+  const head = routed[0];
+  if (!head) throw new Error("sim: an HTTP server needs at least one org");
+  // A request no org recognises goes to the first one, which refuses it as any org would.
+  const first = head;
+  const byBearer = (req: IncomingMessage): OrgHandler => {
+    const token = bearer(req);
+    return (routed.find((o) => o.state.validTokens.has(token)) ?? first).handle;
+  };
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    if (req.method === "POST" && path === "/services/oauth2/token") {
+      const form = new URLSearchParams(await readBody(req));
+      const id = clientIdOf(form);
+      const org = routed.find((o) => o.state.clientId === id) ?? first;
+      await org.handle(req, res, path, form);
+      return;
+    }
+    await byBearer(req)(req, res, path, undefined);
+  }
+
+  // A URI just past 16 KiB must reach the REST handler (and get Salesforce's 414), not Node's 431.
+  return createServer({ maxHeaderSize: 64 * 1024 }, (req, res) => {
+    route(req, res).catch((err: unknown) => {
+      send(res, 500, { error: String(err) });
+    });
+  });
+}
+
+type OrgHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  /** The token request's form, already read to find the org. */
+  form: URLSearchParams | undefined,
+) => Promise<void>;
+
+function orgHandler(state: SimOrgState, rest: SimRestHandler): OrgHandler {
   const publicKey: KeyObject | undefined = state.opts.publicKeyPem
     ? createPublicKey(state.opts.publicKeyPem)
     : undefined;
 
-  async function token(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const form = new URLSearchParams(await readBody(req));
+  async function token(res: ServerResponse, form: URLSearchParams): Promise<void> {
     const grant = form.get("grant_type");
     const grantOk = (): void => {
       send(res, 200, {
@@ -105,8 +162,7 @@ export function createSimHttpServer(state: SimOrgState, rest: SimRestHandler): S
     });
   }
 
-  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? "/").split("?")[0] ?? "/";
+  return async (req, res, path, form) => {
     if (path === "/services/oauth2/token") state.tokenRequests++;
     else if (path === "/services/oauth2/userinfo") state.userinfoCalls++;
     else if (/\/sobjects\/?$/.test(path)) state.describeCalls++;
@@ -115,19 +171,15 @@ export function createSimHttpServer(state: SimOrgState, rest: SimRestHandler): S
       send(res, fault.status, fault.body);
       return;
     }
-    if (req.method === "POST" && path === "/services/oauth2/token") return token(req, res);
+    if (req.method === "POST" && path === "/services/oauth2/token") {
+      await token(res, form ?? new URLSearchParams());
+      return;
+    }
     if (req.method === "GET" && path === "/services/oauth2/userinfo") {
       userinfo(req, res);
       return;
     }
     if (rest(req, res)) return;
     send(res, 404, [{ message: "The requested resource does not exist", errorCode: "NOT_FOUND" }]);
-  }
-
-  // A URI just past 16 KiB must reach the REST handler (and get Salesforce's 414), not Node's 431.
-  return createServer({ maxHeaderSize: 64 * 1024 }, (req, res) => {
-    route(req, res).catch((err: unknown) => {
-      send(res, 500, { error: String(err) });
-    });
-  });
+  };
 }

@@ -1,9 +1,12 @@
 // The simulated Salesforce org, for tests, `sf2loki demo`/`sim` and the benchmarks.
-export { startSimOrg, CORRUPTED_REPLAY_ID_CODE } from "./sim-org.ts";
+export { startSimOrg, startSimOrgs, CORRUPTED_REPLAY_ID_CODE } from "./sim-org.ts";
 export type {
   SimOrg,
   SimOrgFaults,
   SimOrgOptions,
+  SimOrgEntry,
+  SimOrgs,
+  SimOrgsOptions,
   SimOrgStats,
   SimTopicStats,
   StreamStats,

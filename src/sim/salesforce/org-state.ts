@@ -1,5 +1,7 @@
 // What the simulated org's HTTP and gRPC faces share: identity, issued tokens, topics, queued faults.
+// Several orgs can sit behind one HTTP and one gRPC port; each keeps all of this to itself.
 import type { SimRestOptions } from "../salesforce-rest/handler.ts";
+import type { GrpcFault } from "./pubsub-server.ts";
 import type { SimPollingData } from "../salesforce-rest/generate.ts";
 import { TopicLog } from "./topic-log.ts";
 
@@ -20,6 +22,8 @@ export interface SimOrgOptions {
   /** Expected JWT `sub` (default: any). */
   username?: string;
   orgId?: string;
+  /** Starts every Pub/Sub EventIdentifier (default `sim`): orgs sharing one sim give each their own. */
+  eventIdPrefix?: string;
   /** Idle keepalive period on streams with pending credit (Salesforce: ≤ 270 s). */
   keepaliveMs?: number;
   /** Most events in one FetchResponse. */
@@ -60,6 +64,12 @@ export class SimOrgState {
   readonly topics = new Map<string, TopicLog>();
   readonly validTokens = new Set<string>();
   readonly httpFaults = new Map<string, QueuedHttpFault[]>();
+  /** Pub/Sub faults queued for this org's next Subscribe / GetSchema / CUSTOM subscribe. */
+  readonly subscribeFaults: GrpcFault[] = [];
+  readonly schemaFaults: GrpcFault[] = [];
+  customRejection: GrpcFault | undefined;
+  subscribeCalls = 0;
+  schemaCalls = 0;
   instanceUrl = "";
   loginUrl = "";
   tokenRequests = 0;
@@ -69,6 +79,7 @@ export class SimOrgState {
   lastClaims: TokenClaims | undefined;
   #tokenSeq = 0;
   readonly #seed: number;
+  readonly #idPrefix: string;
   readonly #retention: number;
   /** The org's clock (the REST side's when given): events are dated by it, never in the future. */
   readonly #now: () => number;
@@ -80,13 +91,17 @@ export class SimOrgState {
     this.orgId = opts.orgId ?? "00DSIM0000000001AA";
     this.clientId = opts.clientId ?? "3MVG9sim.client.id";
     this.#seed = opts.seed ?? 1;
+    this.#idPrefix = opts.eventIdPrefix ?? "sim";
     this.#retention = opts.retentionEvents ?? Number.MAX_SAFE_INTEGER;
     for (const topic of opts.topics ?? []) this.addTopic(topic, opts.eventsPerTopic ?? 0);
   }
 
   addTopic(topic: string, events: number): void {
     if (!this.topics.has(topic))
-      this.topics.set(topic, new TopicLog(topic, this.#seed, events, this.#retention, this.#now));
+      this.topics.set(
+        topic,
+        new TopicLog(topic, this.#seed, events, this.#retention, this.#now, this.#idPrefix),
+      );
   }
 
   topic(name: string): TopicLog {

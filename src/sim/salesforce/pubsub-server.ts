@@ -1,5 +1,6 @@
 // The simulated org's Pub/Sub API: Subscribe with replay presets, a retention window and strict flow
 // control (never more events than requested), keepalives when idle, GetSchema, GetTopic, and faults.
+// One server can serve several orgs: every call is routed to the org that issued its access token.
 import {
   Metadata,
   Server,
@@ -51,6 +52,8 @@ function grpcError(fault: GrpcFault): Error & { code: status; details: string; m
 
 class SimStream {
   readonly id: number;
+  /** The org whose token opened it: faults aimed at one org touch only its streams. */
+  readonly org: SimOrgState;
   readonly topic: TopicLog;
   readonly #call: SubscribeCall;
   readonly #keepaliveMs: number;
@@ -67,6 +70,7 @@ class SimStream {
 
   constructor(
     id: number,
+    org: SimOrgState,
     call: SubscribeCall,
     topic: TopicLog,
     next: number,
@@ -74,6 +78,7 @@ class SimStream {
     maxBatch: number,
   ) {
     this.id = id;
+    this.org = org;
     this.#call = call;
     this.topic = topic;
     this.next = next;
@@ -192,18 +197,13 @@ class SimStream {
 }
 
 export class SimPubSubServer {
-  readonly #state: SimOrgState;
+  readonly #orgs: readonly SimOrgState[];
   readonly #server: Server;
   readonly #streams: SimStream[] = [];
-  readonly #subscribeFaults: GrpcFault[] = [];
-  readonly #schemaFaults: GrpcFault[] = [];
-  #customRejection: GrpcFault | undefined;
   #nextId = 1;
-  subscribeCalls = 0;
-  schemaCalls = 0;
 
-  constructor(state: SimOrgState) {
-    this.#state = state;
+  constructor(orgs: readonly SimOrgState[]) {
+    this.#orgs = orgs;
     this.#server = new Server({ "grpc.keepalive_permit_without_calls": 1 });
     const impl: UntypedServiceImplementation = {
       Subscribe: (call: SubscribeCall) => {
@@ -238,10 +238,20 @@ export class SimPubSubServer {
     this.#server.forceShutdown();
   }
 
-  /** The metadata check every RPC does: a live token, this org's instance URL and tenant id. */
-  #authFault(md: Metadata): GrpcFault | undefined {
+  /**
+   * The org a call is for: the one that issued its token. A token nobody issued still lands on the
+   * only org of a single-org sim, so that org counts the call (its stats predate multi-org).
+   */
+  #orgOf(md: Metadata): SimOrgState | undefined {
     const token = md.get("accesstoken")[0];
-    if (typeof token !== "string" || !this.#state.validTokens.has(token)) {
+    const issuer = typeof token === "string" ? this.#orgs.find((o) => o.validTokens.has(token)) : undefined;
+    return issuer ?? (this.#orgs.length === 1 ? this.#orgs[0] : undefined);
+  }
+
+  /** The metadata check every RPC does: a live token, its org's instance URL and tenant id. */
+  #authFault(md: Metadata, org: SimOrgState | undefined): GrpcFault | undefined {
+    const token = md.get("accesstoken")[0];
+    if (!org || typeof token !== "string" || !org.validTokens.has(token)) {
       return {
         code: status.UNAUTHENTICATED,
         details: "Invalid or expired access token",
@@ -250,10 +260,7 @@ export class SimPubSubServer {
     }
     // Compared without the scheme: clients that insist on https:// (the bench's reference) still match.
     const instance = String(md.get("instanceurl")[0] ?? "").replace(/^https?:\/\//, "");
-    if (
-      instance !== this.#state.instanceUrl.replace(/^https?:\/\//, "") ||
-      md.get("tenantid")[0] !== this.#state.orgId
-    ) {
+    if (instance !== org.instanceUrl.replace(/^https?:\/\//, "") || md.get("tenantid")[0] !== org.orgId) {
       return {
         code: status.UNAUTHENTICATED,
         details: "instanceurl or tenantid does not match the token",
@@ -264,10 +271,11 @@ export class SimPubSubServer {
   }
 
   #subscribe(call: SubscribeCall): void {
-    this.subscribeCalls++;
-    const early = this.#authFault(call.metadata) ?? this.#subscribeFaults.shift();
-    if (early) {
-      call.emit("error", grpcError(early));
+    const org = this.#orgOf(call.metadata);
+    if (org) org.subscribeCalls++;
+    const early = this.#authFault(call.metadata, org) ?? org?.subscribeFaults.shift();
+    if (early || !org) {
+      call.emit("error", grpcError(early ?? { code: status.UNAUTHENTICATED, details: "no org" }));
       return;
     }
     let stream: SimStream | undefined;
@@ -276,7 +284,7 @@ export class SimPubSubServer {
         stream.request(req.num_requested ?? 0);
         return;
       }
-      const opened = this.#open(call, req);
+      const opened = this.#open(org, call, req);
       if ("code" in opened) {
         call.emit("error", grpcError(opened));
         return;
@@ -295,8 +303,8 @@ export class SimPubSubServer {
     });
   }
 
-  #open(call: SubscribeCall, req: FetchRequest): SimStream | GrpcFault {
-    const topic = this.#state.topics.get(req.topic_name ?? "");
+  #open(org: SimOrgState, call: SubscribeCall, req: FetchRequest): SimStream | GrpcFault {
+    const topic = org.topics.get(req.topic_name ?? "");
     if (!topic)
       return {
         code: status.NOT_FOUND,
@@ -315,8 +323,8 @@ export class SimPubSubServer {
     const preset = req.replay_preset ?? "LATEST";
     if (preset === "EARLIEST") next = topic.firstRetained;
     else if (preset === "CUSTOM") {
-      const rejection = this.#customRejection;
-      this.#customRejection = undefined;
+      const rejection = org.customRejection;
+      org.customRejection = undefined;
       if (rejection) return rejection;
       const id = req.replay_id ?? Buffer.alloc(0);
       const seq = id.length === 8 ? Number(id.readBigUInt64BE()) : -1;
@@ -331,24 +339,26 @@ export class SimPubSubServer {
     } else next = topic.max + 1;
     const stream = new SimStream(
       this.#nextId++,
+      org,
       call,
       topic,
       next,
-      this.#state.opts.keepaliveMs ?? 270_000,
-      this.#state.opts.maxBatch ?? 100,
+      org.opts.keepaliveMs ?? 270_000,
+      org.opts.maxBatch ?? 100,
     );
     this.#streams.push(stream);
     return stream;
   }
 
   #getSchema(call: ServerUnaryCall<SchemaRequest, SchemaInfo>, cb: sendUnaryData<SchemaInfo>): void {
-    this.schemaCalls++;
-    const fault = this.#authFault(call.metadata) ?? this.#schemaFaults.shift();
-    if (fault) {
-      cb(grpcError(fault));
+    const org = this.#orgOf(call.metadata);
+    if (org) org.schemaCalls++;
+    const fault = this.#authFault(call.metadata, org) ?? org?.schemaFaults.shift();
+    if (fault || !org) {
+      cb(grpcError(fault ?? { code: status.UNAUTHENTICATED, details: "no org" }));
       return;
     }
-    for (const topic of this.#state.topics.values()) {
+    for (const topic of org.topics.values()) {
       if (topic.schema.schemaId === call.request.schema_id) {
         cb(null, {
           schema_json: topic.schema.schemaJson,
@@ -362,19 +372,20 @@ export class SimPubSubServer {
   }
 
   #getTopic(call: ServerUnaryCall<TopicRequest, TopicInfo>, cb: sendUnaryData<TopicInfo>): void {
-    const fault = this.#authFault(call.metadata);
-    if (fault) {
-      cb(grpcError(fault));
+    const org = this.#orgOf(call.metadata);
+    const fault = this.#authFault(call.metadata, org);
+    if (fault || !org) {
+      cb(grpcError(fault ?? { code: status.UNAUTHENTICATED, details: "no org" }));
       return;
     }
-    const topic = this.#state.topics.get(call.request.topic_name);
+    const topic = org.topics.get(call.request.topic_name);
     if (!topic) {
       cb(grpcError({ code: status.NOT_FOUND, details: `Topic ${call.request.topic_name} not found` }));
       return;
     }
     cb(null, {
       topic_name: call.request.topic_name,
-      tenant_guid: this.#state.orgId,
+      tenant_guid: org.orgId,
       can_publish: true,
       can_subscribe: true,
       schema_id: topic.schema.schemaId,
@@ -382,45 +393,35 @@ export class SimPubSubServer {
     });
   }
 
-  #active(topic?: string): SimStream[] {
-    return this.#streams.filter((s) => !s.closed && (topic === undefined || s.topic.schema.topic === topic));
+  #active(org: SimOrgState, topic?: string): SimStream[] {
+    return this.#streams.filter(
+      (s) => s.org === org && !s.closed && (topic === undefined || s.topic.schema.topic === topic),
+    );
   }
 
-  // Faults -----------------------------------------------------------------------------------------
+  // Faults, each aimed at one org -------------------------------------------------------------------
 
-  endStreams(topic?: string): number {
-    const hit = this.#active(topic);
+  endStreams(org: SimOrgState, topic?: string): number {
+    const hit = this.#active(org, topic);
     for (const s of hit) s.end();
     return hit.length;
   }
 
-  failStreams(fault: GrpcFault, topic?: string): number {
-    const hit = this.#active(topic);
+  failStreams(org: SimOrgState, fault: GrpcFault, topic?: string): number {
+    const hit = this.#active(org, topic);
     for (const s of hit) s.fail(fault);
     return hit.length;
   }
 
-  failNextSubscribes(count: number, fault: GrpcFault): void {
-    for (let i = 0; i < count; i++) this.#subscribeFaults.push(fault);
+  stallStreams(org: SimOrgState, topic?: string): void {
+    for (const s of this.#active(org, topic)) s.stall();
   }
 
-  failNextSchemas(count: number, fault: GrpcFault): void {
-    for (let i = 0; i < count; i++) this.#schemaFaults.push(fault);
+  resumeStreams(org: SimOrgState): void {
+    for (const s of this.#active(org)) s.resume();
   }
 
-  rejectNextCustom(fault: GrpcFault): void {
-    this.#customRejection = fault;
-  }
-
-  stallStreams(topic?: string): void {
-    for (const s of this.#active(topic)) s.stall();
-  }
-
-  resumeStreams(): void {
-    for (const s of this.#active()) s.resume();
-  }
-
-  streamStats(): StreamStats[] {
-    return this.#streams.map((s) => s.stats());
+  streamStats(org: SimOrgState): StreamStats[] {
+    return this.#streams.filter((s) => s.org === org).map((s) => s.stats());
   }
 }

@@ -1,12 +1,13 @@
 // A whole simulated Salesforce org on loopback: HTTP (OAuth, userinfo, and the REST API: describeGlobal,
 // SOQL, EventLogFile blobs, ApexLog bodies, limits) and the Pub/Sub gRPC API, with a faults API for
-// tests and deterministic events for demos and benches.
+// tests and deterministic events for demos and benches. `startSimOrgs` serves several orgs from one
+// HTTP and one gRPC port, as one Salesforce instance does: each has its own client, tokens and data.
 import type { AddressInfo } from "node:net";
 import { status } from "@grpc/grpc-js";
 import { addPollingData } from "../salesforce-rest/generate.ts";
 import { createSimRest, type SimRestHandler } from "../salesforce-rest/handler.ts";
 import { shortNameOf } from "./events.ts";
-import { createSimHttpServer } from "./http-server.ts";
+import { createSimHttpServer, type SimHttpOrg } from "./http-server.ts";
 import { CORRUPTED_REPLAY_ID_CODE, SimOrgState, type SimOrgOptions, type TokenClaims } from "./org-state.ts";
 import { TcpRelay } from "./tcp-relay.ts";
 import { SimPubSubServer, type GrpcFault, type StreamStats } from "./pubsub-server.ts";
@@ -35,7 +36,10 @@ export interface SimOrgStats {
 }
 
 export interface SimOrgFaults {
-  /** TCP-reset every client connection to the Pub/Sub endpoint (a dropped LB/NAT connection). */
+  /**
+   * TCP-reset every client connection to the Pub/Sub endpoint (a dropped LB/NAT connection). The
+   * endpoint is shared by every org of a multi-org sim, so this cuts all of them.
+   */
   resetConnections(): number;
   /** End active streams cleanly (status OK), as Salesforce does on session rotation. */
   endStreams(topic?: string): number;
@@ -72,20 +76,74 @@ export interface SimOrg {
   /** The REST side: its data (mutable between runs), wire faults and request stats. */
   rest: SimRestHandler;
   stats(): SimOrgStats;
+  /** Stops the sim; in a multi-org sim, every org (they share the ports). Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/** One org of a multi-org sim: its options and the name the daemon's `orgs[].name` will use. */
+export interface SimOrgEntry extends SimOrgOptions {
+  name: string;
+}
+
+export interface SimOrgsOptions {
+  orgs: readonly SimOrgEntry[];
+  /** Serve the shared gRPC port over TLS with this certificate instead of plaintext. */
+  tls?: { certPem: string; keyPem: string };
+}
+
+/** Several orgs on one HTTP and one gRPC port; each entry's `orgs[i]` is named `name`. */
+export interface SimOrgs {
+  loginUrl: string;
+  pubsubEndpoint: string;
+  orgs: (SimOrg & { name: string })[];
+  /** The org named `name`; throws when there is none. */
+  org(name: string): SimOrg & { name: string };
   stop(): Promise<void>;
 }
 
 export async function startSimOrg(opts: SimOrgOptions): Promise<SimOrg> {
-  const state = new SimOrgState(opts);
-  const rest = createSimRest({
-    ...opts.rest,
-    seed: opts.seed ?? 1,
-    sobjects: opts.rest?.sobjects ?? ["Account", "Contact", "LoginHistory", ...(opts.extraSObjects ?? [])],
-    moreSObjects: () => topicSObjects(state),
-    validToken: (token) => state.validTokens.has(token),
+  const { tls, ...rest } = opts;
+  const sims = await startSimOrgs({ orgs: [{ ...rest, name: "" }], ...(tls ? { tls } : {}) });
+  const { name: _name, ...org } = sims.orgs[0]!;
+  return org;
+}
+
+/**
+ * Starts `opts.orgs` behind one HTTP and one gRPC port. Unless an entry says otherwise, org `i` gets
+ * its own org id (`00DSIM…<i+1>AA`), client id (`3MVG9sim.client.id` for the first, `….<i+1>` after),
+ * seed (`i + 1`) and, when there are several orgs, EventIdentifier prefix (`sim-<name>`), so no two
+ * orgs ever serve the same event id.
+ */
+export async function startSimOrgs(opts: SimOrgsOptions): Promise<SimOrgs> {
+  const names = opts.orgs.map((o) => o.name);
+  const dupes = names.filter((n, i) => names.indexOf(n) !== i);
+  if (dupes.length > 0) throw new Error(`sim: duplicate org name(s) ${dupes.join(", ")}`);
+  const multi = opts.orgs.length > 1;
+  const members: (SimHttpOrg & { entry: SimOrgEntry })[] = opts.orgs.map((entry, i) => {
+    const withDefaults: SimOrgOptions = {
+      ...entry,
+      orgId: entry.orgId ?? `00DSIM${String(i + 1).padStart(10, "0")}AA`,
+      clientId: entry.clientId ?? (i === 0 ? "3MVG9sim.client.id" : `3MVG9sim.client.id.${i + 1}`),
+      seed: entry.seed ?? i + 1,
+      ...(multi && entry.eventIdPrefix === undefined ? { eventIdPrefix: `sim-${entry.name}` } : {}),
+    };
+    const state = new SimOrgState(withDefaults);
+    const rest = createSimRest({
+      ...entry.rest,
+      seed: withDefaults.seed ?? 1,
+      sobjects: entry.rest?.sobjects ?? [
+        "Account",
+        "Contact",
+        "LoginHistory",
+        ...(entry.extraSObjects ?? []),
+      ],
+      moreSObjects: () => topicSObjects(state),
+      validToken: (token) => state.validTokens.has(token),
+    });
+    if (entry.polling) addPollingData(rest.data, entry.polling, entry.rest?.clock?.now() ?? Date.now());
+    return { entry, state, rest };
   });
-  if (opts.polling) addPollingData(rest.data, opts.polling, opts.rest?.clock?.now() ?? Date.now());
-  const http = createSimHttpServer(state, rest);
+  const http = createSimHttpServer(members);
   await new Promise<void>((resolve, reject) => {
     http.once("error", reject);
     http.listen(0, "127.0.0.1", () => {
@@ -93,31 +151,71 @@ export async function startSimOrg(opts: SimOrgOptions): Promise<SimOrg> {
     });
   });
   const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-  state.loginUrl = base;
-  state.instanceUrl = base;
-  const grpc = new SimPubSubServer(state);
+  const grpc = new SimPubSubServer(members.map((m) => m.state));
   const relay = new TcpRelay(await grpc.listen(opts.tls));
   const port = await relay.listen();
+  const pubsubEndpoint = `127.0.0.1:${port}`;
 
+  let stopped: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopped ??= (async () => {
+      grpc.stop();
+      await relay.close();
+      http.closeAllConnections();
+      await new Promise<void>((resolve) =>
+        http.close(() => {
+          resolve();
+        }),
+      );
+    })());
+
+  const orgs = members.map(({ entry, state, rest }) => {
+    state.loginUrl = base;
+    state.instanceUrl = base;
+    return { ...simOrg(state, rest, grpc, relay, base, pubsubEndpoint, stop), name: entry.name };
+  });
+  return {
+    loginUrl: base,
+    pubsubEndpoint,
+    orgs,
+    org: (name) => {
+      const found = orgs.find((o) => o.name === name);
+      if (!found) throw new Error(`sim: no org named ${name}; orgs: ${names.join(", ")}`);
+      return found;
+    },
+    stop,
+  };
+}
+
+/** One org's face: its identity, its faults (aimed at its own streams and data), its stats. */
+function simOrg(
+  state: SimOrgState,
+  rest: SimRestHandler,
+  grpc: SimPubSubServer,
+  relay: TcpRelay,
+  base: string,
+  pubsubEndpoint: string,
+  stop: () => Promise<void>,
+): SimOrg {
   const faults: SimOrgFaults = {
     resetConnections: () => relay.resetAll(),
-    endStreams: (topic) => grpc.endStreams(topic),
-    failStreams: (fault, topic) => grpc.failStreams(fault, topic),
+    endStreams: (topic) => grpc.endStreams(state, topic),
+    failStreams: (fault, topic) => grpc.failStreams(state, fault, topic),
     failNextSubscribes: (
       count,
       fault = { code: status.UNAVAILABLE, details: "Service unavailable (simulated)" },
     ) => {
-      grpc.failNextSubscribes(count, fault);
+      for (let i = 0; i < count; i++) state.subscribeFaults.push(fault);
     },
     failNextSchemas: (
       count,
       fault = { code: status.UNAVAILABLE, details: "Schema service unavailable (simulated)" },
     ) => {
-      grpc.failNextSchemas(count, fault);
+      for (let i = 0; i < count; i++) state.schemaFaults.push(fault);
     },
     expireTokens: () => {
       state.validTokens.clear();
-      grpc.failStreams({
+      grpc.failStreams(state, {
         code: status.UNAUTHENTICATED,
         details: "Session expired or invalid",
         errorCode: "sfdc.platform.eventbus.grpc.service.auth.error",
@@ -126,13 +224,13 @@ export async function startSimOrg(opts: SimOrgOptions): Promise<SimOrg> {
     rejectNextCustom: (errorCode) => {
       const fault: GrpcFault = { code: status.INVALID_ARGUMENT, details: "The Replay ID validation failed." };
       if (errorCode !== null) fault.errorCode = errorCode ?? CORRUPTED_REPLAY_ID_CODE;
-      grpc.rejectNextCustom(fault);
+      state.customRejection = fault;
     },
     stallStreams: (topic) => {
-      grpc.stallStreams(topic);
+      grpc.stallStreams(state, topic);
     },
     resumeStreams: () => {
-      grpc.resumeStreams();
+      grpc.resumeStreams(state);
     },
     failHttp: (path, count, statusCode, body = '{"error":"server_error"}') => {
       const queue = state.httpFaults.get(path) ?? [];
@@ -154,7 +252,7 @@ export async function startSimOrg(opts: SimOrgOptions): Promise<SimOrg> {
   return {
     loginUrl: base,
     instanceUrl: base,
-    pubsubEndpoint: `127.0.0.1:${port}`,
+    pubsubEndpoint,
     orgId: state.orgId,
     clientId: state.clientId,
     faults,
@@ -166,25 +264,16 @@ export async function startSimOrg(opts: SimOrgOptions): Promise<SimOrg> {
           { emitted: log.emitted, maxReplayId: log.max, firstRetained: log.firstRetained },
         ]),
       ),
-      streams: grpc.streamStats(),
+      streams: grpc.streamStats(state),
       tokenRequests: state.tokenRequests,
       mints: state.mints,
       userinfoCalls: state.userinfoCalls,
       describeCalls: state.describeCalls,
-      subscribeCalls: grpc.subscribeCalls,
-      schemaCalls: grpc.schemaCalls,
+      subscribeCalls: state.subscribeCalls,
+      schemaCalls: state.schemaCalls,
       lastClaims: state.lastClaims,
     }),
-    stop: async () => {
-      grpc.stop();
-      await relay.close();
-      http.closeAllConnections();
-      await new Promise<void>((resolve) =>
-        http.close(() => {
-          resolve();
-        }),
-      );
-    },
+    stop,
   };
 }
 

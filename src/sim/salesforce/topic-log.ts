@@ -8,6 +8,8 @@ const POISON = Buffer.from([0x02, 0xfe, 0xff, 0xff, 0xff, 0x0f]);
 export class TopicLog {
   readonly schema: SimTopicSchema;
   readonly #seed: number;
+  /** Starts every EventIdentifier: `sim`, or an org's own so several orgs never share an id. */
+  readonly #idPrefix: string;
   readonly #retention: number;
   readonly #encoded: Buffer[] = [];
   readonly #listeners = new Set<() => void>();
@@ -30,9 +32,11 @@ export class TopicLog {
     initialEvents: number,
     retentionEvents: number,
     now: () => number = Date.now,
+    idPrefix = "sim",
   ) {
     this.schema = buildTopicSchema(topic);
     this.#seed = seed;
+    this.#idPrefix = idPrefix;
     this.#retention = retentionEvents;
     this.max = initialEvents;
     this.#now = now;
@@ -56,7 +60,9 @@ export class TopicLog {
     if (this.poisoned.has(seq)) return POISON;
     let buf = this.#encoded[seq];
     if (!buf) {
-      buf = this.schema.type.toBuffer(generateEvent(this.#seed, this.schema, seq, this.createdMs(seq)));
+      buf = this.schema.type.toBuffer(
+        generateEvent(this.#seed, this.schema, seq, this.createdMs(seq), this.#idPrefix),
+      );
       this.#encoded[seq] = buf;
     }
     return buf;
