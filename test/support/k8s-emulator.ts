@@ -22,6 +22,8 @@ export interface RecordedLeaseWrite {
   status: number;
   /** Sent with `?dryRun=All`: answered, not persisted. */
   dryRun?: boolean;
+  /** When it was answered, on this process's monotonic clock (`performance.now()`). */
+  at: number;
 }
 
 interface Held {
@@ -186,6 +188,7 @@ export class K8sEmulator {
         transitions: spec?.leaseTransitions as number | null | undefined,
         status: result[0],
         ...(dryRun ? { dryRun: true } : {}),
+        at: performance.now(),
       });
     }
     send(res, ...result);

@@ -21,6 +21,10 @@ export interface S3Write {
   key: string;
   bytes: Buffer;
   etag: string;
+  /** The access key id that signed the PUT (one per replica in the sharding proofs); none for seeds. */
+  writer?: string;
+  /** When it was applied, on this process's monotonic clock (`performance.now()`), to order it against lease writes. */
+  at: number;
 }
 
 class S3Protocol implements InMemoryProtocol<S3StoredObject, S3Write> {
@@ -62,7 +66,7 @@ class S3Protocol implements InMemoryProtocol<S3StoredObject, S3Write> {
       case "PUT": {
         const refusal = this.#checkPreconditions(req, current);
         if (refusal) return refusal;
-        const etag = this.putBytes(bucket, key, decodeBody(req));
+        const etag = this.putBytes(bucket, key, decodeBody(req), signerOf(req));
         return { status: 200, headers: { etag } };
       }
       case "DELETE": {
@@ -131,10 +135,10 @@ class S3Protocol implements InMemoryProtocol<S3StoredObject, S3Write> {
   }
 
   /** Stores an object the way a successful PUT does; also the hook for third-party writes. */
-  putBytes(bucket: string, key: string, bytes: Buffer): string {
+  putBytes(bucket: string, key: string, bytes: Buffer, writer?: string): string {
     const etag = `"${createHash("md5").update(bytes).digest("hex")}"`;
     this.objects.set(`${bucket}/${key}`, { bytes, etag, lastModified: new Date() });
-    this.writes.push({ bucket, key, bytes, etag });
+    this.writes.push({ bucket, key, bytes, etag, at: performance.now(), ...(writer ? { writer } : {}) });
     return etag;
   }
 
@@ -194,3 +198,9 @@ export const s3Requests = {
     (r) =>
       r.method === "GET" && (key === undefined || r.path.endsWith(`/${key}`)),
 };
+
+/** The access key id of a SigV4 `Authorization` header (`… Credential=<id>/<date>/…`). */
+function signerOf(req: RecordedRequest): string | undefined {
+  const auth = req.headers.authorization;
+  return typeof auth === "string" ? /Credential=([^/,\s]+)\//.exec(auth)?.[1] : undefined;
+}
