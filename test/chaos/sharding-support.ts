@@ -371,7 +371,8 @@ export async function shardingProof(t: TestContext, rig: ShardRig): Promise<Shar
   const d = await rig.spawn("replica-d");
   const rejoined = await untilHeld(rig, (h) => balanced(rig, h, each), 30_000, "the 4th replica's share");
   assert.equal(rejoined.held.get(d.name)?.length, each, `${d.name} holds its share`);
-  const handOverGapsMs = handOvers(rig.leaseWrites().slice(before), d.name);
+  const joinWrites = rig.leaseWrites().slice(before);
+  const handOverGapsMs = handOvers(joinWrites, d.name);
   assert.equal(handOverGapsMs.length, each, `shards moved to ${d.name}: ${handOverGapsMs.length}`);
   await rig.streamsOn(3000, "the three live replicas");
 
@@ -396,8 +397,24 @@ export async function shardingProof(t: TestContext, rig: ShardRig): Promise<Shar
     `kill -9 → its shards held elsewhere took ${killToAllHeldMs} ms`,
   );
   // A clean release is claimed within a renew interval, never after a ttl.
+  // Renewals collapsed: one line per change of holder or epoch.
+  const history = joinWrites
+    .filter(
+      (w, i) =>
+        !joinWrites
+          .slice(0, i)
+          .some((p) => p.shard === w.shard && p.holder === w.holder && p.epoch === w.epoch),
+    )
+    .map(
+      (w) =>
+        `+${(w.at - joinWrites[0]!.at).toFixed(0)} ms ${w.shard} ${w.holder || "(released)"} epoch ${w.epoch}`,
+    )
+    .join("\n");
   for (const gap of handOverGapsMs)
-    assert.ok(gap < TTL_MS, `a hand-over waited ${gap} ms (a ttl is ${TTL_MS})`);
+    assert.ok(
+      gap < TTL_MS,
+      `a hand-over waited ${gap} ms (a ttl is ${TTL_MS}); lease changes since the join:\n${history}\n${d.name}'s log ends:\n${d.tail(25)}`,
+    );
   // Every shard lease and every stopped replica's membership lease; the killed one's membership lease
   // is the only one left (nobody releases a dead replica's own lease: it just goes stale).
   const victimMember = (key: string): boolean => /member/.test(key) && key.endsWith(victim.name);
