@@ -4,7 +4,7 @@
 // replicas say (/statusz `sharding`), what the lease space holds, and every write the emulators
 // recorded, for the checker that no shard ever had two replicas committing.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
@@ -288,6 +288,48 @@ export class ShardRig {
   }
 }
 
+/** A process's CPU seconds (user + system) and resident set, from /proc (Linux). */
+function procSample(pid: number): { cpuS: number; rssMiB: number } {
+  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  const rssKiB = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+  return { cpuS: ticks / 100, rssMiB: Math.round(rssKiB / 1024) };
+}
+
+export interface SteadyCost {
+  seconds: number;
+  /** Distinct events Loki accepted per second in the window, all replicas together. */
+  eps: number;
+  /** CPU cores all replicas used per 1,000 events/s (Pub/Sub in, Loki out, S3 checkpoints). */
+  coresPer1kEps: number;
+  /** Each replica's resident set at the end of the window, by name, with the orgs it held. */
+  rss: Record<string, { mib: number; orgs: number }>;
+}
+
+/** Measures the live replicas' CPU and RSS over `ms` of steady traffic (real time: real processes). */
+export async function steadyCost(rig: ShardRig, ms: number): Promise<SteadyCost> {
+  const alive = rig.alive;
+  const cpu0 = alive.map((r) => procSample(r.child.pid!).cpuS);
+  const events0 = rig.world.totals().delivered;
+  const t0 = performance.now();
+  await delay(ms);
+  const seconds = (performance.now() - t0) / 1000;
+  const after = alive.map((r) => procSample(r.child.pid!));
+  const held = await rig.held();
+  const cores = after.reduce((sum, a, i) => sum + a.cpuS - cpu0[i]!, 0) / seconds;
+  const eps = (rig.world.totals().delivered - events0) / seconds;
+  return {
+    seconds: Math.round(seconds * 10) / 10,
+    eps: Math.round(eps),
+    coresPer1kEps: Math.round((cores / (eps / 1000)) * 1000) / 1000,
+    rss: Object.fromEntries(
+      alive.map((r, i) => [r.name, { mib: after[i]!.rssMiB, orgs: held.get(r.name)?.length ?? 0 }]),
+    ),
+  };
+}
+
 /** Polls the replicas' /statusz until `ok` holds for what they hold; returns when it first did. */
 export async function untilHeld(
   rig: ShardRig,
@@ -329,6 +371,8 @@ export interface ShardingFigures {
   /** 4th replica started → every replica holds its fair share again. */
   joinToBalancedMs: number;
   duplicates: number;
+  /** CPU and RSS of the three replicas at steady state (2 orgs each), after the backlog drained. */
+  steady: SteadyCost;
 }
 
 /**
@@ -343,6 +387,8 @@ export async function shardingProof(t: TestContext, rig: ShardRig): Promise<Shar
   const steady = await untilHeld(rig, (h) => balanced(rig, h, each), 30_000, `${each} shards per replica`);
   rig.startTraffic();
   await rig.streamsOn(3000, "the three replicas");
+  await waitFor(() => rig.world.totals().missing < 1000, 60_000, "the backlog to drain", 250);
+  const steadyFigures = await steadyCost(rig, 5000);
 
   // kill -9 one replica; its shards must be held by the survivors within ttl + renew.
   const victim = rig.replica("replica-b");
@@ -386,6 +432,7 @@ export async function shardingProof(t: TestContext, rig: ShardRig): Promise<Shar
     handOverGapsMs,
     joinToBalancedMs: rejoined.at - joinedAt,
     duplicates,
+    steady: steadyFigures,
   };
   t.diagnostic(`${rig.kind} sharding figures: ${JSON.stringify(figures)}`);
 
