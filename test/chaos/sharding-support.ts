@@ -373,6 +373,8 @@ export interface ShardingFigures {
   duplicates: number;
   /** CPU and RSS of the three replicas at steady state (2 orgs each), after the backlog drained. */
   steady: SteadyCost;
+  /** The same for the two survivors of the kill (3 orgs each). */
+  steadyAfterKill: SteadyCost;
 }
 
 /**
@@ -415,6 +417,7 @@ export async function shardingProof(t: TestContext, rig: ShardRig): Promise<Shar
   const killToAllHeldMs = Date.now() - killedAt;
   await untilHeld(rig, (h) => balanced(rig, h), 10_000, "the survivors to run every shard");
   await rig.streamsOn(3000, "the survivors");
+  const afterKillFigures = await steadyCost(rig, 5000);
 
   // A 4th replica joins: two shards move to it, each by a clean release (no ttl wait).
   const before = rig.leaseWrites().length;
@@ -438,6 +441,7 @@ export async function shardingProof(t: TestContext, rig: ShardRig): Promise<Shar
     joinToBalancedMs: rejoined.at - joinedAt,
     duplicates,
     steady: steadyFigures,
+    steadyAfterKill: afterKillFigures,
   };
   t.diagnostic(`${rig.kind} sharding figures: ${JSON.stringify(figures)}`);
 
