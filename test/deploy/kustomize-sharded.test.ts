@@ -69,15 +69,21 @@ test("sharded: the config shards several orgs on Leases, one checkpoint document
   assert.equal(config.state.store, "s3", "every replica reaches every shard's document");
 });
 
-test("sharded: the Role grants get, update, create and list on Leases, and nothing else", () => {
+test("sharded: the Role grants get, update, create, list and delete on Leases, and nothing else", () => {
   const role = only(objects, "Role") as K8sObject & { rules: PolicyRule[] };
   assert.deepEqual(
     role.rules.map((r) => [r.apiGroups, r.resources, [...r.verbs].sort(), r.resourceNames]),
-    [[["coordination.k8s.io"], ["leases"], ["create", "get", "list", "update"], undefined]],
+    [[["coordination.k8s.io"], ["leases"], ["create", "delete", "get", "list", "update"], undefined]],
   );
   // Whatever the Lease client calls must be granted.
   const code = readFileSync(new URL("../../src/coordinate/k8s-lease/client.ts", import.meta.url), "utf8");
-  const verb: Record<string, string> = { read: "get", create: "create", replace: "update", list: "list" };
+  const verb: Record<string, string> = {
+    read: "get",
+    create: "create",
+    replace: "update",
+    list: "list",
+    delete: "delete",
+  };
   for (const [, call] of code.matchAll(/api\.(\w+?)NamespacedLease\(/g)) {
     const needed = verb[call!];
     assert.ok(needed !== undefined && role.rules[0]!.verbs.includes(needed), `${call!}NamespacedLease`);
