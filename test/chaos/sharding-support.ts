@@ -244,8 +244,17 @@ export class ShardRig {
   }
 
   /** No shard ever had two replicas committing, judged from the recorded commits and lease writes. */
-  assertOneCommitterPerShard(): void {
-    assertOneCommitterPerShard(s3Commits(this.s3.writes, STATE_KEY, this.shards), this.leaseWrites());
+  /** Returns how much it checked: commits and lease writes, and the epochs each shard went through. */
+  assertOneCommitterPerShard(): { commits: number; leaseWrites: number; epochs: Record<string, number[]> } {
+    const commits = s3Commits(this.s3.writes, STATE_KEY, this.shards);
+    const leases = this.leaseWrites();
+    assertOneCommitterPerShard(commits, leases);
+    const epochs: Record<string, number[]> = {};
+    for (const c of commits) {
+      const seen = (epochs[c.shard] ??= []);
+      if (!seen.includes(c.epoch)) seen.push(c.epoch);
+    }
+    return { commits: commits.length, leaseWrites: leases.length, epochs };
   }
 
   /** Every org publishes `perTick` events per topic every 100 ms from now on. */
@@ -478,7 +487,8 @@ export async function shardingProof(t: TestContext, rig: ShardRig): Promise<Shar
     ([key, h]) => h !== "" && !victimMember(key),
   );
   assert.deepEqual(unreleased, [], "leases still held after every replica stopped");
-  rig.assertOneCommitterPerShard();
+  const checked = rig.assertOneCommitterPerShard();
+  t.diagnostic(`one committer per shard, checked over ${JSON.stringify(checked)}`);
   return figures;
 }
 
