@@ -37,10 +37,10 @@ export function orgNames(count: number): string[] {
   return Array.from({ length: count }, (_, i) => `org${i + 1}`);
 }
 
-/** `sim-<org>-<Topic>-<n>`: the org and topic an event id names, or undefined for a line without one. */
-function parseId(line: string): { org: string; topic: string } | undefined {
-  const id = /"EventIdentifier": ?"sim-([A-Za-z0-9_]+)-([A-Za-z]+)-\d+"/.exec(line);
-  return id ? { org: id[1]!, topic: id[2]! } : undefined;
+/** `sim-<org>-<Topic>-<n>` (org names as `orgNames` makes them): the org and topic an event id names. */
+function parseId(id: string): { org: string; topic: string } | undefined {
+  const m = /^sim-([A-Za-z0-9_]+)-([A-Za-z]+)-\d+$/.exec(id);
+  return m ? { org: m[1]!, topic: m[2]! } : undefined;
 }
 
 export async function startMultiOrgWorld(opts: {
@@ -85,7 +85,7 @@ export async function startMultiOrgWorld(opts: {
     for (const [key, n] of counts) {
       if (key === "") continue;
       const [label, id] = key.split("\u0000") as [string, string];
-      const named = parseId(`"EventIdentifier":"${id}"`);
+      const named = parseId(id);
       const row = named ? out[named.org]?.[named.topic] : undefined;
       if (!named || !row) continue;
       if (label !== named.org) {
