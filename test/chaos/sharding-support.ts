@@ -236,6 +236,12 @@ export class ShardRig {
     return out;
   }
 
+  /** Whether the membership lease of `identity` still exists in the lease space. */
+  leaseExists(role: "member", identity: string): boolean {
+    if (this.k8s) return this.k8s.lease(NAMESPACE, `${LEASE_NAME}-${role}-${identity}`) !== undefined;
+    return this.s3.getObject(BUCKET, `${LEASE_KEY}/members/${identity}`) !== undefined;
+  }
+
   /** Every successful shard lease write, in order. */
   leaseWrites(): ShardLeaseWrite[] {
     return this.k8s
@@ -441,7 +447,11 @@ export async function shardingProof(t: TestContext, rig: ShardRig): Promise<Shar
 
   await rig.drain();
   const duplicates = rig.world.totals().duplicates;
-  for (const r of rig.alive) await rig.stop(r);
+  const stoppedAt = new Map<string, string>();
+  for (const r of rig.alive) {
+    stoppedAt.set(r.name, new Date().toISOString());
+    await rig.stop(r);
+  }
 
   const figures: ShardingFigures = {
     startToBalancedMs: steady.at - startedAt,
@@ -480,13 +490,19 @@ export async function shardingProof(t: TestContext, rig: ShardRig): Promise<Shar
       gap < TTL_MS,
       `a hand-over waited ${gap} ms (a ttl is ${TTL_MS}); lease changes since the join:\n${history}\n${d.name}'s log ends:\n${d.tail(25)}`,
     );
-  // Every shard lease and every stopped replica's membership lease; the killed one's membership lease
-  // is the only one left (nobody releases a dead replica's own lease: it just goes stale).
-  const victimMember = (key: string): boolean => /member/.test(key) && key.endsWith(victim.name);
-  const unreleased = Object.entries(rig.allLeaseHolders()).filter(
-    ([key, h]) => h !== "" && !victimMember(key),
+  // Every shard lease and every stopped replica's membership lease is released; the killed replica's
+  // membership lease, which it could not release, was removed by the survivors once it went stale.
+  const unreleased = Object.entries(rig.allLeaseHolders()).filter(([, h]) => h !== "");
+  const holderLogs = [...new Set(unreleased.map(([, h]) => h))]
+    .map((h) => rig.replicas.find((r) => r.name === h))
+    .map((r) => (r ? `--- ${r.name} (stopped at ${stoppedAt.get(r.name) ?? "?"}):\n${r.tail(30)}` : ""))
+    .join("\n");
+  assert.deepEqual(unreleased, [], `leases still held after every replica stopped\n${holderLogs}`);
+  assert.equal(
+    rig.leaseExists(`member`, victim.name),
+    false,
+    `${victim.name}'s membership lease was left behind`,
   );
-  assert.deepEqual(unreleased, [], "leases still held after every replica stopped");
   const checked = rig.assertOneCommitterPerShard();
   t.diagnostic(`one committer per shard, checked over ${JSON.stringify(checked)}`);
   return figures;
