@@ -197,6 +197,22 @@ export class ShardRig {
     return new Map(alive.map((r, i) => [r.name, (statuses[i]?.shards ?? []).map((s) => s.org).sort()]));
   }
 
+  /** Per live replica, the orgs whose `sf2loki_shard_leader{org}` it exports as 1. */
+  async shardLeaderGauges(): Promise<Map<string, string[]>> {
+    const alive = this.alive.filter((r) => r.url !== undefined);
+    const bodies = await Promise.all(alive.map((r) => r.get("/metrics").then((m) => m.body)));
+    return new Map(
+      alive.map((r, i) => {
+        const leading: string[] = [];
+        for (const [, labels, value] of bodies[i]!.matchAll(/^sf2loki_shard_leader\{([^}]*)\}\s+(\S+)/gm)) {
+          const org = /(?:^|,)org="([^"]*)"/.exec(labels!)?.[1];
+          if (org !== undefined && Number(value) === 1) leading.push(org);
+        }
+        return [r.name, leading.sort()];
+      }),
+    );
+  }
+
   /** Who holds each shard's lease right now, per the lease space ("" = released or absent). */
   leaseHolders(): Map<string, string> {
     return new Map(this.shards.map((shard) => [shard, this.#holderOf(shard)]));
@@ -402,6 +418,17 @@ export async function shardingProof(t: TestContext, rig: ShardRig): Promise<Shar
   const startedAt = Date.now();
   await Promise.all(["replica-a", "replica-b", "replica-c"].map((n) => rig.spawn(n)));
   const steady = await untilHeld(rig, (h) => balanced(rig, h, each), 30_000, `${each} shards per replica`);
+  // What each replica says (/statusz), what it exports (sf2loki_shard_leader{org}) and who the lease
+  // space names agree.
+  const holders = rig.leaseHolders();
+  for (const [name, shards] of steady.held)
+    for (const shard of shards)
+      assert.equal(holders.get(shard), name, `${shard}'s lease vs ${name}'s /statusz`);
+  assert.deepEqual(
+    Object.fromEntries(await rig.shardLeaderGauges()),
+    Object.fromEntries(steady.held),
+    "sf2loki_shard_leader{org} = 1 exactly where /statusz says the shard is held",
+  );
   rig.startTraffic();
   await rig.streamsOn(3000, "the three replicas");
   // Caught up: what is missing is about one second of traffic (6 orgs x 3 topics x 50 events/s).
