@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import { ShardRig, shardingProof } from "./sharding-support.ts";
 
-test("k8s_lease sharding: 3 replicas x 6 orgs, kill -9, a 4th joins, SIGTERM all", async (t) => {
+test("k8s_lease sharding: 3 replicas x 6 orgs, kill -9, a 4th joins, SIGTERM all one after another", async (t) => {
   await shardingProof(
     t,
     await ShardRig.start(t, "k8s_lease + s3", { orgs: 6, seed: 31, eventsPerTopic: 1000 }),
