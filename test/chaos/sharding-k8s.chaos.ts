@@ -1,6 +1,7 @@
 // Sharding end to end on k8s Leases (the Kubernetes API emulator), checkpoints in the S3 emulator:
 // 3 replicas × 6 orgs of one simulated Salesforce, real daemons; kill -9 of one, a 4th joining, and
-// SIGTERM of all. Nothing lost, every lease released, no shard ever with two replicas committing.
+// SIGTERM of all, one after another. Nothing lost, every lease released, no shard ever with two
+// replicas committing.
 import { test } from "node:test";
 import { ShardRig, shardingProof } from "./sharding-support.ts";
 

@@ -1,6 +1,7 @@
 // Sharding end to end on S3 lease objects (ListObjectsV2 membership) with the checkpoints in the same
 // S3 emulator: 3 replicas × 6 orgs of one simulated Salesforce, real daemons; kill -9 of one, a 4th
-// joining, and SIGTERM of all, one after another. Nothing lost, every lease released, no shard with two committers.
+// joining, and SIGTERM of all, one after another. Nothing lost, every lease released, no shard with
+// two committers.
 import { test } from "node:test";
 import { ShardRig, shardingProof } from "./sharding-support.ts";
 
