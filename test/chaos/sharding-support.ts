@@ -417,7 +417,7 @@ export async function shardingProof(t: TestContext, rig: ShardRig): Promise<Shar
   const each = rig.shards.length / 3;
   const startedAt = Date.now();
   await Promise.all(["replica-a", "replica-b", "replica-c"].map((n) => rig.spawn(n)));
-  const steady = await untilHeld(rig, (h) => balanced(rig, h, each), 30_000, `${each} shards per replica`);
+  const steady = await untilHeld(rig, (h) => balanced(rig, h, each), 60_000, `${each} shards per replica`);
   // What each replica says (/statusz), what it exports (sf2loki_shard_leader{org}) and who the lease
   // space names agree.
   const holders = rig.leaseHolders();
@@ -465,7 +465,7 @@ export async function shardingProof(t: TestContext, rig: ShardRig): Promise<Shar
   const before = rig.leaseWrites().length;
   const joinedAt = Date.now();
   const d = await rig.spawn("replica-d");
-  const rejoined = await untilHeld(rig, (h) => balanced(rig, h, each), 30_000, "the 4th replica's share");
+  const rejoined = await untilHeld(rig, (h) => balanced(rig, h, each), 60_000, "the 4th replica's share");
   assert.equal(rejoined.held.get(d.name)?.length, each, `${d.name} holds its share`);
   const joinWrites = rig.leaseWrites().slice(before);
   const handOverGapsMs = handOvers(joinWrites, d.name);
