@@ -499,23 +499,11 @@ export async function shardingProof(t: TestContext, rig: ShardRig): Promise<Shar
     `kill -9 → its shards held elsewhere took ${killToAllHeldMs} ms`,
   );
   // A clean release is claimed within a renew interval, never after a ttl.
-  // Renewals collapsed: one line per change of holder or epoch.
-  const history = joinWrites
-    .filter(
-      (w, i) =>
-        !joinWrites
-          .slice(0, i)
-          .some((p) => p.shard === w.shard && p.holder === w.holder && p.epoch === w.epoch),
-    )
-    .map(
-      (w) =>
-        `+${(w.at - joinWrites[0]!.at).toFixed(0)} ms ${w.shard} ${w.holder || "(released)"} epoch ${w.epoch}`,
-    )
-    .join("\n");
   for (const gap of handOverGapsMs)
     assert.ok(
       gap < TTL_MS,
-      `a hand-over waited ${gap} ms (a ttl is ${TTL_MS}); lease changes since the join:\n${history}\n${d.name}'s log ends:\n${d.tail(25)}`,
+      `a hand-over waited ${gap} ms (a ttl is ${TTL_MS}); lease changes since the join:\n` +
+        `${leaseChanges(joinWrites)}\n${d.name}'s log ends:\n${d.tail(25)}`,
     );
   // Every shard lease and every stopped replica's membership lease is released; the killed replica's
   // membership lease, which it could not release, was removed by the survivors once it went stale.
@@ -533,6 +521,18 @@ export async function shardingProof(t: TestContext, rig: ShardRig): Promise<Shar
   const checked = rig.assertOneCommitterPerShard();
   t.diagnostic(`one committer per shard, checked over ${JSON.stringify(checked)}`);
   return figures;
+}
+
+/** One line per change of holder or epoch (renewals collapsed), timed from the first write. */
+function leaseChanges(writes: readonly ShardLeaseWrite[]): string {
+  const t0 = writes[0]?.at ?? 0;
+  return writes
+    .filter(
+      (w, i) =>
+        !writes.slice(0, i).some((p) => p.shard === w.shard && p.holder === w.holder && p.epoch === w.epoch),
+    )
+    .map((w) => `+${(w.at - t0).toFixed(0)} ms ${w.shard} ${w.holder || "(released)"} epoch ${w.epoch}`)
+    .join("\n");
 }
 
 /**
