@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { parse } from "yaml";
 import { tempDir } from "../support/tmp.ts";
 import {
@@ -75,8 +75,8 @@ test("sharded: the Role grants get, update, create, list and delete on Leases, a
     role.rules.map((r) => [r.apiGroups, r.resources, [...r.verbs].sort(), r.resourceNames]),
     [[["coordination.k8s.io"], ["leases"], ["create", "delete", "get", "list", "update"], undefined]],
   );
-  // Whatever the Lease client calls must be granted.
-  const code = readFileSync(new URL("../../src/coordinate/k8s-lease/client.ts", import.meta.url), "utf8");
+  // Exactly what the Lease clients call (the single-lease client and sharding's list/delete client).
+  const dir = new URL("../../src/coordinate/k8s-lease/", import.meta.url);
   const verb: Record<string, string> = {
     read: "get",
     create: "create",
@@ -84,10 +84,21 @@ test("sharded: the Role grants get, update, create, list and delete on Leases, a
     list: "list",
     delete: "delete",
   };
-  for (const [, call] of code.matchAll(/api\.(\w+?)NamespacedLease\(/g)) {
-    const needed = verb[call!];
-    assert.ok(needed !== undefined && role.rules[0]!.verbs.includes(needed), `${call!}NamespacedLease`);
+  const called = new Set<string>();
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".ts"))) {
+    for (const [, call] of readFileSync(new URL(file, dir), "utf8").matchAll(
+      /api\.(\w+?)NamespacedLease\(/g,
+    )) {
+      const needed = verb[call!];
+      assert.ok(needed !== undefined, `${file} calls ${call!}NamespacedLease, which this test does not map`);
+      called.add(needed);
+    }
   }
+  assert.deepEqual(
+    [...called].sort(),
+    [...role.rules[0]!.verbs].sort(),
+    "the Role grants what the code calls",
+  );
   const binding = only(objects, "RoleBinding") as K8sObject & {
     roleRef: { name: string };
     subjects: { kind: string; name: string }[];

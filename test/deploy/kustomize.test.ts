@@ -156,10 +156,7 @@ function leaseVerbsInCode(): string[] {
   };
   const calls = [...code.matchAll(/api\.(\w+?)NamespacedLease\(/g)].map((m) => m[1] as keyof typeof verb);
   assert.ok(calls.length > 0, "found no Lease calls in client.ts");
-  // `list` and `delete` are sharding's membership calls only (finding the live replicas, removing a
-  // departed one's Lease): one leader never makes them. The sharded overlay's Role grants them
-  // (kustomize-sharded.test.ts).
-  return [...new Set(calls.map((c) => verb[c]))].filter((v) => v !== "list" && v !== "delete").sort();
+  return [...new Set(calls.map((c) => verb[c]))].sort();
 }
 
 test("ha-k8s-lease: 2 replicas, the Role grants exactly the Lease verbs the client calls, on the configured Lease", async () => {
