@@ -94,3 +94,68 @@ describe("LeaseCoordinator callbacks", () => {
     );
   });
 });
+
+/** A backend whose claim write is answered only after the test says so (a stop lands meanwhile). */
+class SlowClaimBackend extends MemoryBackend {
+  #gate: Promise<void> | undefined;
+  readonly #open: () => void;
+  writeStarted: Promise<void>;
+  #started!: () => void;
+  readonly lands: boolean;
+
+  constructor(lands: boolean) {
+    super();
+    this.lands = lands;
+    this.writeStarted = new Promise((resolve) => (this.#started = resolve));
+    let open!: () => void;
+    this.#gate = new Promise<void>((resolve) => (open = resolve));
+    this.#open = open;
+  }
+
+  answer(): void {
+    this.#open();
+  }
+
+  override async write(record: LeaseRecord, expected: string | undefined): Promise<LeaseWriteResult> {
+    const gate = this.#gate;
+    if (!gate) return super.write(record, expected);
+    this.#gate = undefined;
+    this.#started();
+    // The server applies the claim; the answer reaches us only after the stop.
+    const result = await super.write(record, expected);
+    await gate;
+    if (!this.lands) throw new Error("socket hang up");
+    return result;
+  }
+}
+
+describe("LeaseCoordinator stopped mid-claim", () => {
+  for (const lands of [true, false]) {
+    it(`releases a claim that landed while the stop came (${lands ? "answered" : "answer lost"})`, async () => {
+      const backend = new SlowClaimBackend(lands);
+      const c = coordinator(backend);
+      const stop = new AbortController();
+      let acquired = false;
+      const run = c.run({
+        onAcquire: () => {
+          acquired = true;
+          return Promise.resolve();
+        },
+        onLose: () => Promise.resolve(),
+        signal: stop.signal,
+      });
+      await backend.writeStarted;
+      stop.abort();
+      backend.answer();
+      await run;
+      assert.equal(acquired, false, "a stopped replica starts no term");
+      assert.equal(
+        backend.stored?.record.holder,
+        "",
+        "the claim that landed is released, not left for a ttl",
+      );
+      assert.equal(backend.stored.record.epoch, 1);
+      assert.equal(c.isLeader, false);
+    });
+  }
+});

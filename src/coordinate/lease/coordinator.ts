@@ -44,6 +44,8 @@ type RenewOutcome = "renewed" | "lost" | "stopped";
 
 const ABSENT = Symbol("absent");
 const UNREADABLE = Symbol("unreadable");
+/** For calls a stop must not cut short (their own deadline still bounds them). */
+const NOT_STOPPED = new AbortController().signal;
 
 /** The lease now carries another holder or epoch: leadership is gone, retrying cannot help. */
 class LeaseLost extends Error {
@@ -308,19 +310,23 @@ export class LeaseCoordinator implements Coordinator {
     const startedMono = this.#clock.monotonic();
     let version: string;
     try {
-      const result = await this.#call("claim", signal, (s) => this.#backend.write(record, snap?.version, s));
+      // Not cut short by a stop: a claim on the wire may land whatever we do, so its (bounded) answer is
+      // awaited and a claim that won is released below, rather than left holding the lease for a ttl.
+      const result = await this.#call("claim", NOT_STOPPED, (s) =>
+        this.#backend.write(record, snap?.version, s),
+      );
       if (!result.ok) {
         this.#log.info("lost the lease race; another replica claimed it first");
         return "conflict";
       }
       version = result.version;
-      if (!(await this.#confirmed(version, signal))) {
-        if (signal.aborted) return "stopped";
+      if (signal.aborted || !(await this.#confirmed(version, signal))) {
+        if (signal.aborted) return await this.#releaseStoppedClaim(record, version);
         this.#log.info("lost the lease race; another replica's claim landed after ours");
         return "conflict";
       }
     } catch (err) {
-      if (signal.aborted) return "stopped";
+      if (signal.aborted) return await this.#releaseStoppedClaim(record, undefined);
       this.#log.warn({ err }, "could not write the lease; retrying after the renew interval");
       return "failed";
     }
@@ -332,6 +338,30 @@ export class LeaseCoordinator implements Coordinator {
     this.#leader = true;
     this.#log.info({ holder: this.#identity, epoch }, "acquired lease");
     return "won";
+  }
+
+  /**
+   * The stop came while our claim was out: if the lease names us in this claim's epoch (`version` is
+   * the claim's answer; undefined when its outcome is unknown, so the lease is read), release it now,
+   * so a standby, or a sharded peer, takes it at once instead of waiting out the ttl of a replica that
+   * has gone.
+   */
+  async #releaseStoppedClaim(record: LeaseRecord, version: string | undefined): Promise<"stopped"> {
+    let current = version;
+    if (current === undefined) {
+      try {
+        const snap = await this.#call("stopped claim re-read", NOT_STOPPED, (s) => this.#backend.read(s));
+        if (snap?.record?.holder !== this.#identity || snap.record.epoch !== record.epoch) return "stopped";
+        current = snap.version;
+      } catch (err) {
+        this.#log.warn({ err }, "a claim cut short by the stop may hold the lease until its ttl ends");
+        return "stopped";
+      }
+    }
+    this.#held = { record, version: current };
+    this.#epoch = record.epoch;
+    await this.#release();
+    return "stopped";
   }
 
   /** max(lease epoch, every floor we know) + 1: a lost or reset lease never restarts the epoch (#99). */
