@@ -494,6 +494,7 @@ class RunningApp implements App {
         () => Promise.all(this.graph.orgs.map((o) => o.rest.close())).then(() => undefined),
       ],
       ["state store", () => this.graph.store.close()],
+      ["dead-letter store", () => this.graph.deadLetters?.store.close() ?? Promise.resolve()],
       ["health server", () => this.#health?.close() ?? Promise.resolve()],
       ["metrics", () => this.#metrics.shutdown()],
     ];

@@ -27,6 +27,8 @@ import { PubSubSource } from "./sources/pubsub/source.ts";
 import type { PollingSourceDeps } from "./sources/shaping/deps.ts";
 import type { Source } from "./sources/source.ts";
 import { buildStore } from "./state/build.ts";
+import { buildDeadLetterStore } from "./deadletter/build.ts";
+import { DeadLetterKeeper } from "./deadletter/keeper.ts";
 import { TrackedStore } from "./state/tracked-store.ts";
 import { systemClock, type Clock } from "./util/clock.ts";
 
@@ -84,6 +86,8 @@ export interface Graph {
   store: TrackedStore;
   coordinator: BuiltCoordinator;
   pipeline: Pipeline;
+  /** Keeps what Loki refuses for good (`deadletter.enabled`); its `store` is what the CLI reads. */
+  deadLetters: DeadLetterKeeper | undefined;
 }
 
 export function buildGraph(config: Config, deps: WiringDeps = {}): Graph {
@@ -127,6 +131,17 @@ export function buildGraph(config: Config, deps: WiringDeps = {}): Graph {
     });
   }
 
+  // Dead letters follow the checkpoints: same backend, same credentials, same fence (only the leader writes).
+  const deadLetters = config.deadletter.enabled
+    ? new DeadLetterKeeper({
+        store: buildDeadLetterStore(config.state, config.deadletter, clock),
+        ...common,
+        ...(config.coordinate.type !== "noop" || deps.coordinator
+          ? { fence: () => coordinator.checkFence() }
+          : {}),
+      })
+    : undefined;
+
   const pollOnce = deps.pollOnce ?? false;
   const orgs = resolvedOrgs(config).map((org) => wireOrg(config, org, common, pollOnce));
   const sourcesOf = (d: DestinationWiring): Source[] =>
@@ -145,9 +160,10 @@ export function buildGraph(config: Config, deps: WiringDeps = {}): Graph {
     store: governors.bind(store),
     batch: { ...loki.batch, flush_interval_ms: loki.batch.flush_interval },
     shutdown_grace_ms: config.service.shutdown_grace,
+    ...(deadLetters ? { deadLetters } : {}),
     ...common,
   });
-  return { config, orgs, sink, egress, destinations, governors, store, coordinator, pipeline };
+  return { config, orgs, sink, egress, destinations, governors, store, coordinator, pipeline, deadLetters };
 }
 
 function wireDestination(

@@ -8,6 +8,7 @@ import { demoCommand } from "./demo-command.ts";
 import { simCommand } from "./sim-command.ts";
 import { doctorCommand } from "./doctor-command.ts";
 import { backfillCommand } from "./backfill-command.ts";
+import { deadletterCommand } from "./deadletter-command.ts";
 import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, reportError, type CliIO } from "./exit.ts";
 import { VERSION } from "./version.ts";
 
@@ -44,6 +45,7 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
     stateCommand(io, setExit),
     doctorCommand(io, setExit),
     backfillCommand(io, setExit),
+    deadletterCommand(io, setExit),
     demoCommand(io, setExit),
     simCommand(io, setExit),
   ]) {

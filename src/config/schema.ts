@@ -7,6 +7,7 @@ import { sourcesField, sourcesSchema } from "./schema-sources.ts";
 import { orgSinkSchema, sinkField } from "./schema-sink.ts";
 import { coordinateField, stateField } from "./schema-state.ts";
 import { serviceField } from "./schema-service.ts";
+import { deadletterField } from "./schema-deadletter.ts";
 
 const orgSchema = z.strictObject({
   name: meta(z.string().regex(/^[A-Za-z0-9_-]+$/, "must match ^[A-Za-z0-9_-]+$"), {
@@ -32,6 +33,7 @@ export const configSchema = z
     sink: sinkField,
     state: stateField,
     coordinate: coordinateField,
+    deadletter: deadletterField,
     service: serviceField,
   })
   .superRefine((c, ctx) => {

@@ -9,6 +9,7 @@ import type { Source } from "../sources/source.ts";
 import type { CheckpointStore } from "../state/store.ts";
 import { systemClock, type Clock } from "../util/clock.ts";
 import { recordCommitGauges } from "./checkpoint-gauges.ts";
+import type { DeadLetterSink } from "./dead-letters.ts";
 import { PipelineBusyError } from "./errors.ts";
 import type { LaneStatus } from "./lane.ts";
 import { PipelineMetrics } from "./metrics.ts";
@@ -41,6 +42,8 @@ export interface PipelineOptions {
   clock?: Clock;
   logger?: Logger;
   meter?: Meter;
+  /** Where entries Loki refused for good are kept (the wiring's dead-letter store); none: only counted. */
+  deadLetters?: DeadLetterSink;
   /** Merged over every real entry's labels (static wins); can also be set later, before run(). */
   staticLabels?: Labels;
 }
@@ -121,6 +124,7 @@ export class Pipeline {
         metrics: this.#metrics,
         staticLabels: this.#staticLabels,
         onCommitted: this.#onCommitted,
+        ...(this.#opts.deadLetters ? { deadLetters: this.#opts.deadLetters } : {}),
       },
       signal,
     );

@@ -1,6 +1,7 @@
 // Pushing one batch (spec B §2.7): retry a retryable failure forever with 1 s doubling backoff capped
 // at 30 s (a server's Retry-After wins up to 60 s); a permanent refusal drops and counts; anything
-// else is a crash. Once the run is stopping, a batch gets one attempt and is abandoned on its first
+// else is a crash. Entries refused for good (budget drops excepted) go to the dead-letter sink before
+// the push resolves, so the checkpoint moves past them only once they are kept. Once the run is stopping, a batch gets one attempt and is abandoned on its first
 // retryable failure; once it is cancelled, the push is aborted and the batch abandoned.
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../obs/logger.ts";
@@ -15,6 +16,7 @@ import {
 } from "../sinks/sink.ts";
 import { describeError } from "../errors.ts";
 import type { PendingBatch } from "./batch.ts";
+import type { DeadLetterSink } from "./dead-letters.ts";
 import { countDropped } from "./drops.ts";
 import { PUSH_RETRIED, PUSH_SUCCESS, type PipelineMetrics } from "./metrics.ts";
 import { isAbortFrom } from "./abort.ts";
@@ -43,24 +45,33 @@ export interface PushDeps {
   cancelled: AbortSignal;
   /** Every push attempt (the watchdog's sign of progress). */
   onAttempt?: () => void;
+  /** Where entries refused for good are kept; none: they are only counted and logged. */
+  deadLetters?: DeadLetterSink;
 }
+
+/** A budget drop is the operator's choice (`budget_action: drop`), not Loki's refusal: never kept. */
+const BUDGET = "budget";
 
 export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<PushOutcome> {
   const { sink, clock, metrics, logger } = deps;
   // Drops are counted the moment the sink reports them (a push isolating refused entries can take
   // a while), once per entry however often a retried push reports the same entry again.
   const counted = new Set<LogEntry>();
+  // What to keep once the batch is settled for good (delivered, or refused whole); an abandoned batch
+  // keeps nothing: its entries are read again, refused again and kept then.
+  const refused: DroppedEntries[] = [];
   const countOnce = (group: DroppedEntries): void => {
     const fresh = group.entries.filter((e) => !counted.has(e));
     if (fresh.length === 0) return;
     for (const e of fresh) counted.add(e);
     countDropped(metrics.dropped, fresh, group.reason);
     // A budget drop is the operator's choice (budget_action: drop); the governor logs it, rate-limited.
-    if (group.reason === "budget") return;
+    if (group.reason === BUDGET) return;
+    refused.push({ entries: fresh, reason: group.reason, ...(group.detail ? { detail: group.detail } : {}) });
     logger.error(
       { entries: fresh.length, reason: group.reason, detail: group.detail },
-      "Loki refuses some entries of a batch for good; they are dropped and the rest is delivered: " +
-        "see the reason and detail, and match sink.loki.limits to the Loki's limits_config",
+      `Loki refuses some entries of a batch for good; they are ${deps.deadLetters ? "dead-lettered" : "dropped"} ` +
+        "and the rest is delivered: see the reason and detail, and match sink.loki.limits to the Loki's limits_config",
     );
   };
   let result: PushResult;
@@ -107,12 +118,14 @@ export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<Pu
       batch.failingSince = undefined;
       const rest = batch.pushView.filter((e) => !counted.has(e));
       countDropped(metrics.dropped, rest, err.reason);
+      const keeping = deps.deadLetters !== undefined && err.reason !== BUDGET;
       logger.error(
         { entries: batch.pushView.length, reason: err.reason, err: err.message },
-        "Loki refused a batch for good; its entries are dropped and the checkpoint moves on: check " +
-          "line sizes and labels against the Loki limits",
+        `Loki refused a batch for good; its entries are ${keeping ? "dead-lettered" : "dropped"} and the ` +
+          "checkpoint moves on: check line sizes and labels against the Loki limits",
       );
-      return "dropped";
+      if (keeping && rest.length > 0) refused.push({ entries: rest, reason: err.reason, detail: err.message });
+      return (await keepRefused(refused, deps)) ? "dropped" : "abandoned";
     }
     if (err instanceof RetryableSinkError || isAbortFrom(err, deps.draining)) return "abandoned";
     throw err;
@@ -121,6 +134,20 @@ export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<Pu
   metrics.push.add(1, PUSH_SUCCESS);
   metrics.lastPushSuccess.set(clock.now() / 1000);
   for (const group of result.dropped) countOnce(group);
+  // Torn down while keeping them: no commit past entries that may not have been kept.
+  if (!(await keepRefused(refused, deps))) return "abandoned";
   if (logger.isLevelEnabled("debug")) logger.debug({ entries: batch.pushView.length }, "pushed batch");
   return "delivered";
+}
+
+/** Hands every refused group to the dead-letter sink; false when the run was torn down meanwhile. */
+async function keepRefused(refused: readonly DroppedEntries[], deps: PushDeps): Promise<boolean> {
+  if (!deps.deadLetters) return true;
+  for (const group of refused) {
+    await deps.deadLetters.keep(
+      { entries: group.entries, reason: group.reason, detail: group.detail ?? `refused (${group.reason})` },
+      deps.cancelled,
+    );
+  }
+  return !deps.cancelled.aborted;
 }

@@ -15,6 +15,7 @@ import { ignore } from "./abort.ts";
 import { PipelineCancelledError } from "./errors.ts";
 import { IngestTally } from "./ingest-tally.ts";
 import { Lane } from "./lane.ts";
+import type { DeadLetterSink } from "./dead-letters.ts";
 import type { PipelineMetrics } from "./metrics.ts";
 import { Producer } from "./producer.ts";
 import { Progress, type ProgressReport } from "./progress.ts";
@@ -47,6 +48,7 @@ export interface RunDeps {
   metrics: PipelineMetrics;
   staticLabels: Labels;
   onCommitted: (commits: ReadonlyMap<string, string>) => void;
+  deadLetters?: DeadLetterSink;
 }
 
 export class PipelineRun {
@@ -135,7 +137,7 @@ export class PipelineRun {
     const key = route.name === "" ? name : `${name}@${route.name}`;
     let lane = this.lanes.get(key);
     if (lane) return lane;
-    const { settings, clock, store, metrics, onCommitted } = this.#deps;
+    const { settings, clock, store, metrics, onCommitted, deadLetters } = this.#deps;
     const sink = route.sink;
     const logger = this.#deps.logger.child({ lane: key });
     lane = new Lane(name, {
@@ -149,6 +151,7 @@ export class PipelineRun {
         draining,
         cancelled: this.#cancel.signal,
         onAttempt: this.#progress.progressed,
+        ...(deadLetters ? { deadLetters } : {}),
       },
       commit: {
         store,

@@ -1,0 +1,271 @@
+// `sf2loki deadletter list|show|replay|purge`: the operator's hands on the entries Loki refused for
+// good, through the same store factory as the daemon (file, S3, GCS, Azure alike) and, for replay,
+// the daemon's own Loki sink and egress governor. Exit codes as for `state`: 0, 1 (store or Loki
+// failure, unknown id), 2 (config or flags).
+import { Command } from "commander";
+import { loadConfig } from "../config/load.ts";
+import type { Config } from "../config/schema.ts";
+import { buildDeadLetterStore } from "../deadletter/build.ts";
+import { DeadLetterNotFoundError, DeadLetterStoreError } from "../deadletter/errors.ts";
+import { replay } from "../deadletter/replay.ts";
+import { matches, parseSelection, type SelectFlags } from "../deadletter/select.ts";
+import type { DeadLetterRecord, DeadLetterStore } from "../deadletter/types.ts";
+import { Sf2LokiError } from "../errors.ts";
+import { buildStore } from "../state/build.ts";
+import { isOutage } from "../state/transient.ts";
+import { systemClock, type Clock } from "../util/clock.ts";
+import { buildGraph } from "../wiring.ts";
+import { UsageError } from "./config-command.ts";
+import { EXIT_OK, reportError, type CliIO } from "./exit.ts";
+
+interface Globals {
+  config?: string;
+}
+
+/** Loki, a clock and a signal for replay; tests pass their own clock. */
+export interface DeadLetterCommandDeps {
+  clock?: Clock;
+}
+
+const LINE_PREVIEW = 60;
+
+async function withStore(
+  io: CliIO,
+  opts: Globals,
+  clock: Clock,
+  fn: (store: DeadLetterStore, config: Config) => Promise<void>,
+): Promise<number> {
+  let store: DeadLetterStore | undefined;
+  try {
+    const config = await loadConfig(opts.config, io.env);
+    store = buildDeadLetterStore(config.state, config.deadletter, clock);
+    await fn(store, config);
+    return EXIT_OK;
+  } catch (caught) {
+    // A raw transport or file-system error becomes one line naming the store.
+    const err =
+      store && !(caught instanceof Sf2LokiError) && (isOutage(caught) || caught instanceof Error)
+        ? new DeadLetterStoreError(
+            `the dead-letter store ${store.location} could not be read or written (${(caught as Error).message}); ` +
+              "check the path or bucket, the permissions and the network, then rerun",
+            { cause: caught },
+          )
+        : caught;
+    return reportError(err, io);
+  } finally {
+    await store?.close().catch(() => undefined);
+  }
+}
+
+async function selected(
+  store: DeadLetterStore,
+  flags: SelectFlags,
+  clock: Clock,
+): Promise<DeadLetterRecord[]> {
+  const selection = parseSelection(flags, clock.now());
+  return (await store.list(AbortSignal.timeout(120_000))).filter((r) => matches(r, selection));
+}
+
+function preview(line: string): string {
+  const flat = line.replace(/\s+/g, " ");
+  return flat.length > LINE_PREVIEW ? `${flat.slice(0, LINE_PREVIEW - 1)}…` : flat;
+}
+
+function table(records: readonly DeadLetterRecord[]): string {
+  const rows = [
+    ["ID", "DEAD-LETTERED AT", "REASON", "ORG", "SOURCE", "EVENT TYPE", "LINE"],
+    ...records.map((r) => [
+      r.id,
+      r.dead_lettered_at,
+      r.reason,
+      r.org ?? "-",
+      r.labels.source ?? "-",
+      r.labels.event_type ?? "-",
+      preview(r.line),
+    ]),
+  ];
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((row) => row[c]!.length)));
+  return rows
+    .map((row) => row.map((cell, c) => (c === row.length - 1 ? cell : cell.padEnd(widths[c]!))).join("  "))
+    .join("\n");
+}
+
+function summary(records: readonly DeadLetterRecord[]): string {
+  const byReason = new Map<string, number>();
+  for (const r of records) byReason.set(r.reason, (byReason.get(r.reason) ?? 0) + 1);
+  return [...byReason].map(([reason, n]) => `${reason}=${n}`).join(" ");
+}
+
+const selectOptions = (cmd: Command): Command =>
+  cmd
+    .option(
+      "--since <when>",
+      "only letters kept since a time (2026-12-01, 2026-12-01T10:00:00Z) or an age (2h, 7d)",
+    )
+    .option("--reason <reason>", "only this reason (bad_request, oversized_413, permanent, ...)")
+    .option("--org <name>", "only this org (multi-org)");
+
+export function deadletterCommand(
+  io: CliIO,
+  setExit: (code: number) => void,
+  deps: DeadLetterCommandDeps = {},
+): Command {
+  const clock = deps.clock ?? systemClock;
+  const cmd = new Command("deadletter").description(
+    "inspect, replay and purge entries Loki refused for good (see docs/egress.md)",
+  );
+
+  selectOptions(cmd.command("list"))
+    .description("print the dead letters, oldest first, as a table (--json: one JSON object per line)")
+    .option("--json", "one JSON object per line per entry")
+    .action(async function (this: Command) {
+      const opts = this.optsWithGlobals<Globals & SelectFlags & { json?: boolean }>();
+      setExit(
+        await withStore(io, opts, clock, async (store) => {
+          const records = await selected(store, opts, clock);
+          if (opts.json) {
+            for (const r of records) io.stdout(JSON.stringify(r) + "\n");
+            return;
+          }
+          if (records.length === 0) {
+            io.stdout(`(no dead letters match in ${store.location})\n`);
+            return;
+          }
+          io.stdout(`${table(records)}\n\n${records.length} dead letter(s): ${summary(records)}\n`);
+        }),
+      );
+    });
+
+  cmd
+    .command("show")
+    .description("print one dead letter in full, as indented JSON")
+    .argument("<id>")
+    .action(async function (this: Command, id: string) {
+      const opts = this.optsWithGlobals<Globals>();
+      setExit(
+        await withStore(io, opts, clock, async (store) => {
+          const record = (await store.list(AbortSignal.timeout(120_000))).find((r) => r.id === id);
+          if (!record) {
+            throw new DeadLetterNotFoundError(
+              `no dead letter '${id}' in ${store.location} (replayed, purged or evicted?); 'sf2loki deadletter list' shows the ids held`,
+            );
+          }
+          io.stdout(JSON.stringify(record, null, 2) + "\n");
+        }),
+      );
+    });
+
+  selectOptions(cmd.command("replay"))
+    .description(
+      "send dead letters to Loki again; accepted ones are removed, refused ones stay with Loki's new words",
+    )
+    .option("--dry-run", "say what would be sent; send and remove nothing")
+    .action(async function (this: Command) {
+      const opts = this.optsWithGlobals<Globals & SelectFlags & { dryRun?: boolean }>();
+      setExit(
+        await withStore(io, opts, clock, async (store, config) => {
+          const records = await selected(store, opts, clock);
+          if (records.length === 0) {
+            io.stdout(`sf2loki: no dead letters match in ${store.location}; nothing to replay\n`);
+            return;
+          }
+          if (opts.dryRun) {
+            io.stdout(
+              `sf2loki: would replay ${records.length} dead letter(s) (${summary(records)}) from ${store.location} ` +
+                `to ${config.sink.loki.url} (dry run: nothing sent, nothing removed)\n`,
+            );
+            return;
+          }
+          await replayTo(io, store, config, records, clock);
+        }),
+      );
+    });
+
+  selectOptions(cmd.command("purge"))
+    .description("remove dead letters for good (--all, or a --since/--reason/--org selection)")
+    .option("--all", "remove every dead letter")
+    .action(async function (this: Command) {
+      const opts = this.optsWithGlobals<Globals & SelectFlags & { all?: boolean }>();
+      const selecting = opts.since !== undefined || opts.reason !== undefined || opts.org !== undefined;
+      if (!opts.all && !selecting) {
+        throw new UsageError(
+          "purge needs --all, or --since, --reason or --org to say which dead letters to remove",
+        );
+      }
+      if (opts.all && selecting) {
+        throw new UsageError("purge --all cannot be combined with --since, --reason or --org");
+      }
+      setExit(
+        await withStore(io, opts, clock, async (store) => {
+          const records = await selected(store, opts, clock);
+          const removed = await store.rewrite(
+            new Set(records.map((r) => r.id)),
+            new Map(),
+            AbortSignal.timeout(300_000),
+          );
+          io.stdout(
+            removed === 0
+              ? `sf2loki: no dead letters match in ${store.location}; nothing removed\n`
+              : `sf2loki: purged ${removed} dead letter(s) (${summary(records)}) from ${store.location}\n`,
+          );
+        }),
+      );
+    });
+
+  cmd.action(() => {
+    throw new UsageError("deadletter needs a verb: list, show, replay or purge");
+  });
+  return cmd;
+}
+
+async function replayTo(
+  io: CliIO,
+  store: DeadLetterStore,
+  config: Config,
+  records: readonly DeadLetterRecord[],
+  clock: Clock,
+): Promise<void> {
+  // The daemon's sink and governor, built by the same wiring; nothing else of the graph is started.
+  const graph = buildGraph(config, { clock });
+  const stop = new AbortController();
+  const onSignal = (): void => {
+    stop.abort();
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  try {
+    if (graph.egress) {
+      // Today's budget count, read without a lock (the daemon may be running); replayed bytes count
+      // against it here but are not written back: the daemon's document has one writer.
+      const reader = buildStore(config.state, { exclusiveLock: false, clock });
+      try {
+        await graph.egress.startTerm(reader);
+      } finally {
+        await reader.close();
+      }
+    }
+    const long = records.length > 500;
+    const result = await replay({
+      store,
+      sink: graph.sink,
+      records,
+      clock,
+      signal: stop.signal,
+      onBatch: (p) => {
+        if (long)
+          io.stderr(
+            `sf2loki deadletter: replayed ${p.sent}/${p.total} (delivered ${p.delivered}, refused again ${p.refused})\n`,
+          );
+      },
+    });
+    const held = result.held > 0 ? `, ${result.held} held back by the daily egress budget (kept)` : "";
+    io.stdout(
+      `sf2loki: replayed ${result.sent} dead letter(s) to ${config.sink.loki.url}: ${result.delivered} delivered ` +
+        `and removed, ${result.refused} refused again (kept with Loki's new detail)${held}\n`,
+    );
+  } finally {
+    process.removeListener("SIGINT", onSignal);
+    process.removeListener("SIGTERM", onSignal);
+    await Promise.allSettled([graph.sink.close(), graph.store.close(), graph.deadLetters?.store.close()]);
+  }
+}

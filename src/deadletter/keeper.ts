@@ -1,0 +1,98 @@
+// The pipeline's dead-letter sink: turns a refused group into records and appends them to the store.
+// A failed write is retried a few times with backoff (about 3.5 s of waiting at most), then given up
+// on with one ERROR naming the entry count and a counted failure: the push it belongs to must not
+// hold its lane for long, and the daemon never crashes over a dead letter. Under HA the write runs
+// behind the checkpoint store's fence: a replica whose term ended keeps nothing (the new leader
+// re-reads those entries from the last checkpoint, is refused again, and keeps them itself).
+import type { Meter } from "@opentelemetry/api";
+import { describeError } from "../errors.ts";
+import type { Logger } from "../obs/logger.ts";
+import type { DeadLetterGroup, DeadLetterSink } from "../pipeline/dead-letters.ts";
+import { StateFenceError } from "../state/errors.ts";
+import type { Clock } from "../util/clock.ts";
+import { fullJitter, retry, type RetryPolicy } from "../util/retry.ts";
+import { DeadLetterMetrics } from "./metrics.ts";
+import { toRecords } from "./record.ts";
+import type { DeadLetterStore } from "./types.ts";
+
+export const KEEP_RETRY: RetryPolicy = { maxAttempts: 4, backoffMs: fullJitter(500, 2000) };
+
+export interface KeeperOptions {
+  store: DeadLetterStore;
+  clock: Clock;
+  logger: Logger;
+  meter: Meter;
+  /** HA: throws StateFenceError once this replica may no longer write (checked before every attempt). */
+  fence?: () => void | Promise<void>;
+}
+
+export class DeadLetterKeeper implements DeadLetterSink {
+  readonly store: DeadLetterStore;
+  readonly #opts: KeeperOptions;
+  readonly #log: Logger;
+  readonly #metrics: DeadLetterMetrics;
+
+  constructor(opts: KeeperOptions) {
+    this.#opts = opts;
+    this.store = opts.store;
+    this.#log = opts.logger.child({ component: "deadletter" });
+    this.#metrics = new DeadLetterMetrics(opts.meter, () => opts.store.usage());
+  }
+
+  async keep(group: DeadLetterGroup, signal: AbortSignal): Promise<void> {
+    const { store, clock, fence } = this.#opts;
+    const records = toRecords(group, clock);
+    const entries = records.length;
+    if (entries === 0) return;
+    try {
+      const outcome = await retry(
+        async () => {
+          await fence?.();
+          return store.append(records, signal);
+        },
+        {
+          policy: KEEP_RETRY,
+          clock,
+          signal,
+          isTransient: (err) => !(err instanceof StateFenceError),
+          onRetry: (err, attempt, delayMs) => {
+            this.#log.warn(
+              {
+                entries,
+                attempt,
+                retry_in_ms: Math.round(delayMs),
+                location: store.location,
+                err: describeError(err),
+              },
+              "dead-letter write failed; retrying",
+            );
+          },
+        },
+      );
+      this.#metrics.written.add(entries, { reason: group.reason });
+      if (outcome.evicted > 0) {
+        this.#metrics.evicted.add(outcome.evicted);
+        this.#log.warn(
+          { evicted: outcome.evicted, held_entries: outcome.usage.entries, held_bytes: outcome.usage.bytes },
+          "the dead-letter store is at its bound; the oldest letters were evicted: replay or purge them " +
+            "(sf2loki deadletter), or raise deadletter.max_bytes / max_entries",
+        );
+      }
+    } catch (err) {
+      if (err instanceof StateFenceError) {
+        this.#log.warn(
+          { entries, reason: group.reason },
+          "not keeping dead letters: this replica's leadership term ended; the new leader re-reads these entries",
+        );
+        return;
+      }
+      this.#metrics.writeFailures.add(1, { reason: group.reason });
+      this.#log.error(
+        { entries, reason: group.reason, location: store.location, err: describeError(err) },
+        `could not keep ${entries} refused entries in the dead-letter store ${store.location} after ` +
+          `${KEEP_RETRY.maxAttempts} attempts; they are lost and the checkpoint moves on: check that the ` +
+          "store is writable (disk space, permissions, credentials)",
+      );
+    }
+  }
+}
