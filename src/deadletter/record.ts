@@ -8,9 +8,12 @@ import type { DeadLetterRecord } from "./types.ts";
  * `<ms since epoch, base 36, 9 digits>-<8 hex random>-<index in group>`: ids sort by the time they
  * were kept, and two groups in one millisecond (or two processes) do not collide.
  */
+/** Mixed into the random part: two groups of one process in one millisecond never collide. */
+let groupSeq = 0;
+
 export function newGroupId(clock: Clock): string {
   const time = clock.now().toString(36).padStart(9, "0");
-  const rand = Math.floor(clock.random() * 0x1_0000_0000)
+  const rand = ((Math.floor(clock.random() * 0x1_0000_0000) + groupSeq++) >>> 0)
     .toString(16)
     .padStart(8, "0");
   return `${time}-${rand}`;

@@ -3,6 +3,7 @@
 import type { Attributes } from "@opentelemetry/api";
 import { MeterProvider, MetricReader, type DataPoint } from "@opentelemetry/sdk-metrics";
 import { pino } from "pino";
+import type { DeadLetterSink } from "../../src/pipeline/dead-letters.ts";
 import { Pipeline } from "../../src/pipeline/pipeline.ts";
 import { DEFAULT_BATCH_SETTINGS, type BatchSettings } from "../../src/pipeline/settings.ts";
 import type { Labels } from "../../src/model.ts";
@@ -43,6 +44,7 @@ export interface HarnessOptions {
   store?: MemoryStore;
   sink?: FakeSink;
   clock?: ManualClock;
+  deadLetters?: DeadLetterSink;
 }
 
 export function harness(sources: Source[], opts: HarnessOptions = {}): Harness {
@@ -67,6 +69,7 @@ export function harness(sources: Source[], opts: HarnessOptions = {}): Harness {
     logger,
     meter: provider.getMeter("test"),
     staticLabels: opts.staticLabels ?? {},
+    ...(opts.deadLetters ? { deadLetters: opts.deadLetters } : {}),
   });
   const points = async (name: string): Promise<DataPoint<unknown>[]> => {
     const { resourceMetrics } = await reader.collect();
