@@ -10,13 +10,15 @@ const KEY = "eventlogfile:API";
 
 class RecordingDeadLetters implements DeadLetterSink {
   readonly kept: DeadLetterGroup[] = [];
-  #gate: Promise<void> | undefined;
+  #gate: Promise<unknown> | undefined;
   #open: (() => void) | undefined;
 
   hold(): void {
-    const { promise, resolve } = Promise.withResolvers<void>();
+    const { promise, resolve } = Promise.withResolvers<undefined>();
     this.#gate = promise;
-    this.#open = resolve;
+    this.#open = () => {
+      resolve(undefined);
+    };
   }
 
   release(): void {
