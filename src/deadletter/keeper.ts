@@ -86,7 +86,7 @@ export class DeadLetterKeeper implements DeadLetterSink {
         );
         return;
       }
-      this.#metrics.writeFailures.add(1, { reason: group.reason });
+      this.#metrics.writeFailures.add(1);
       this.#log.error(
         { entries, reason: group.reason, location: store.location, err: describeError(err) },
         `could not keep ${entries} refused entries in the dead-letter store ${store.location} after ` +

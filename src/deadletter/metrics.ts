@@ -1,5 +1,6 @@
 // The dead-letter series (docs/metrics.md). Counters are exported at 0 from start-up so the
-// "dead letters growing" alert has a series to evaluate on a healthy daemon.
+// "dead letters growing" alert has a series to evaluate on a healthy daemon; evictions and write
+// failures carry no label, so that one series is all an alert's increase() ever needs.
 import type { Counter, Meter } from "@opentelemetry/api";
 import type { DeadLetterUsage } from "./types.ts";
 
@@ -18,7 +19,7 @@ export class DeadLetterMetrics {
     });
     this.writeFailures = meter.createCounter("sf2loki_deadletter_write_failures", {
       description:
-        "Dead-letter groups that could not be kept after retries (their entries are lost), by reason.",
+        "Dead-letter writes given up on after retries (the ERROR log names the entry count; those entries are lost).",
     });
     this.written.add(0);
     this.evicted.add(0);

@@ -92,6 +92,9 @@ test("the failure-path series the alerts read are exported at 0 by a healthy dae
     "sf2loki_checkpoint_store_up",
     "sf2loki_egress_paused",
     "sf2loki_egress_budget_used_bytes",
+    "sf2loki_deadletter_entries_total",
+    "sf2loki_deadletter_evicted_total",
+    "sf2loki_deadletter_write_failures_total",
   ])
     assert.ok(c.exported.has(name), `${name} is missing from /metrics`);
 });

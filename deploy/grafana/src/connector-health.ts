@@ -158,6 +158,25 @@ export function connectorHealth(): DashboardBuilder {
         ],
       ),
     )
+    .withPanel(
+      timeseries(
+        "prometheus",
+        "Dead letters",
+        "Refused entries kept in the dead-letter store, by reason; evicted at its bound and failed writes are lost. sf2loki deadletter list shows them.",
+        "ops",
+        [
+          {
+            expr: `sum by (reason) (rate(sf2loki_deadletter_entries_total{${JOB}}[${RATE}]))`,
+            legend: "kept {{reason}}",
+          },
+          { expr: `sum(rate(sf2loki_deadletter_evicted_total{${JOB}}[${RATE}]))`, legend: "evicted" },
+          {
+            expr: `sum(rate(sf2loki_deadletter_write_failures_total{${JOB}}[${RATE}]))`,
+            legend: "write failures",
+          },
+        ],
+      ),
+    )
     .withRow(new RowBuilder("Queue and checkpoints"))
     .withPanel(
       timeseries(
