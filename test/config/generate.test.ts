@@ -59,6 +59,7 @@ test("the JSON Schema is draft 2020-12, titled Config, strict, and parses", () =
     "sink",
     "state",
     "coordinate",
+    "deadletter",
     "service",
   ]);
   assert.ok(jsonSchema().endsWith("}\n"));
