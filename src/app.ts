@@ -413,6 +413,9 @@ class RunningApp implements App {
       const abort = new AbortController();
       // The org-limits pollers live for one leadership term, like the pipeline run (spec B §6.6).
       const pollers = this.graph.orgs.flatMap((o) => (o.limits ? [o.limits.run(abort.signal)] : []));
+      // The dead-letter gauges and a note when letters are waiting; never rejects, ends with the term.
+      const survey = this.graph.deadLetters?.survey(abort.signal);
+      if (survey) pollers.push(survey);
       const limits = Promise.all(pollers).then(() => undefined);
       const run = async (): Promise<void> => {
         if (!(await this.#claimTerm(abort.signal))) return;

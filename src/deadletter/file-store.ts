@@ -82,6 +82,13 @@ export class FileDeadLetterStore implements DeadLetterStore {
     });
   }
 
+  refresh(signal: AbortSignal): Promise<DeadLetterUsage> {
+    return this.#mutex.run(async () => {
+      signal.throwIfAborted();
+      return this.#tally(await this.#segments());
+    });
+  }
+
   list(signal: AbortSignal): Promise<DeadLetterRecord[]> {
     return this.#mutex.run(async () => {
       signal.throwIfAborted();

@@ -39,6 +39,29 @@ export class DeadLetterKeeper implements DeadLetterSink {
     this.#metrics = new DeadLetterMetrics(opts.meter, () => opts.store.usage());
   }
 
+  /**
+   * A leadership term's first look at the store: fills the held gauges and says, once, that letters
+   * are waiting. Never rejects; a store that cannot be read now is a WARN (the next write retries).
+   */
+  async survey(signal: AbortSignal): Promise<void> {
+    const { store } = this.#opts;
+    try {
+      const usage = await store.refresh(signal);
+      if (usage.entries > 0) {
+        this.#log.info(
+          { held_entries: usage.entries, held_bytes: usage.bytes, location: store.location },
+          "dead letters are waiting: 'sf2loki deadletter list' shows them, 'replay' sends them again",
+        );
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      this.#log.warn(
+        { location: store.location, err: describeError(err) },
+        "could not read the dead-letter store; its gauges stay empty until the next dead letter is written",
+      );
+    }
+  }
+
   async keep(group: DeadLetterGroup, signal: AbortSignal): Promise<void> {
     const { store, clock, fence } = this.#opts;
     const records = toRecords(group, clock);

@@ -67,6 +67,10 @@ export class ObjectDeadLetterStore implements DeadLetterStore {
     });
   }
 
+  refresh(signal: AbortSignal): Promise<DeadLetterUsage> {
+    return this.#mutex.run(async () => sum(await this.#relist(signal)));
+  }
+
   list(signal: AbortSignal): Promise<DeadLetterRecord[]> {
     return this.#mutex.run(async () => {
       const held = await this.#relist(signal);

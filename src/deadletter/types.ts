@@ -54,6 +54,8 @@ export interface DeadLetterStore {
     update: ReadonlyMap<string, DeadLetterRecord>,
     signal: AbortSignal,
   ): Promise<number>;
+  /** Reads what the store holds now (sizes and counts only where the backend allows) for the gauges. */
+  refresh(signal: AbortSignal): Promise<DeadLetterUsage>;
   /** What the store held after its last operation (the gauges); undefined before the first. */
   usage(): DeadLetterUsage | undefined;
   close(): Promise<void>;

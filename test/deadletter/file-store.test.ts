@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { deadLetterDirectory, FileDeadLetterStore } from "../../src/deadletter/file-store.ts";
 import { toRecords } from "../../src/deadletter/record.ts";
 import type { DeadLetterRecord } from "../../src/deadletter/types.ts";
-import { ManualClock } from "../../src/util/clock.ts";
+import { ManualClock, systemClock } from "../../src/util/clock.ts";
 import { entry } from "../support/fakes.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -126,5 +126,33 @@ test("a line torn by a crash is skipped, and the next process appends to a new s
   assert.deepEqual(
     (await after.list(SIGNAL)).map((r) => r.line),
     ["kept", "after the crash"],
+  );
+});
+
+test("a rewrite (the CLI) racing appends (the daemon) loses none of the appended letters", async () => {
+  const dir = join(tempDir(), "state-deadletter");
+  const clock = new ManualClock();
+  // Real time for the stores: the lock waits on the other side's file-system work, not on a manual clock.
+  const daemon = new FileDeadLetterStore(dir, { maxBytes: 1 << 20, maxEntries: 0 }, systemClock);
+  const operator = new FileDeadLetterStore(dir, { maxBytes: 1 << 20, maxEntries: 0 }, systemClock);
+  const old = group(
+    clock,
+    Array.from({ length: 20 }, (_, i) => `old-${i}`),
+  );
+  await daemon.append(old, SIGNAL);
+  const appended: DeadLetterRecord[] = [];
+  const appending = (async () => {
+    for (let i = 0; i < 40; i++) {
+      const g = group(clock, [`new-${i}`]);
+      appended.push(...g);
+      await daemon.append(g, SIGNAL);
+    }
+  })();
+  // The operator removes the old letters one at a time while the daemon appends.
+  for (const r of old) await operator.rewrite(new Set([r.id]), new Map(), SIGNAL);
+  await appending;
+  assert.deepEqual(
+    (await operator.list(SIGNAL)).map((r) => r.line),
+    appended.map((r) => r.line),
   );
 });

@@ -68,3 +68,27 @@ test("under HA a replica whose term ended keeps nothing and counts no failure", 
   assert.equal(await metrics.sum("sf2loki_deadletter_entries"), 0);
   assert.ok(logs.some((l) => l.level === 40 && /leadership term ended/.test(l.msg)));
 });
+
+test("a term's survey fills the held gauges from what an earlier process left, and says letters are waiting", async () => {
+  const first = setup();
+  await first.keeper.keep(
+    { entries: [entry("apexlog", "1"), entry("apexlog", "2")], reason: "bad_request", detail: "d" },
+    SIGNAL,
+  );
+  // A new process over the same directory: nothing known until it looks.
+  const clock = new ManualClock();
+  const metrics = new TestMetrics();
+  const logs: { level: number; msg: string; held_entries?: number }[] = [];
+  const logger = pino(
+    { level: "debug" },
+    { write: (l: string) => logs.push(JSON.parse(l) as (typeof logs)[number]) },
+  );
+  const store = new FileDeadLetterStore(first.store.location, { maxBytes: 1 << 20, maxEntries: 8 }, clock);
+  const keeper = new DeadLetterKeeper({ store, clock, logger, meter: metrics.meter });
+  assert.equal(await metrics.sum("sf2loki_deadletter_held_entries"), 0, "no series before the survey");
+  await keeper.survey(SIGNAL);
+  assert.equal(await metrics.sum("sf2loki_deadletter_held_entries"), 2);
+  assert.ok(
+    logs.some((l) => l.level === 30 && l.held_entries === 2 && /dead letters are waiting/.test(l.msg)),
+  );
+});
