@@ -169,6 +169,7 @@ class RunningApp implements App {
       watchdog: { stalled: this.#watchdog.stalled ?? null, wedged: this.#watchdog.wedged ?? null },
       egress: this.graph.governors.status(),
       ...(this.graph.destinations.length > 1 ? { loki_destinations: this.#destinationsStatus() } : {}),
+      deadletter: this.graph.deadLetters?.status() ?? { enabled: false },
     };
   }
 

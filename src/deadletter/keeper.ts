@@ -39,6 +39,17 @@ export class DeadLetterKeeper implements DeadLetterSink {
     this.#metrics = new DeadLetterMetrics(opts.meter, () => opts.store.usage());
   }
 
+  /** For /statusz: where the letters are and, once known, how many this process saw held. */
+  status(): Record<string, unknown> {
+    const usage = this.store.usage();
+    return {
+      enabled: true,
+      location: this.store.location,
+      held_entries: usage?.entries ?? null,
+      held_bytes: usage?.bytes ?? null,
+    };
+  }
+
   /**
    * A leadership term's first look at the store: fills the held gauges and says, once, that letters
    * are waiting. Never rejects; a store that cannot be read now is a WARN (the next write retries).

@@ -38,6 +38,16 @@ test("the daemon dead-letters the one event Loki refuses, commits past it, and r
     10_000,
     "the Pub/Sub checkpoint committed",
   );
+  const status = (await (await fetch(`${running.app.healthUrl()!}/statusz`)).json()) as {
+    deadletter: Record<string, unknown>;
+  };
+  assert.deepEqual(status.deadletter, {
+    enabled: true,
+    location: join(dir, "state-deadletter"),
+    held_entries: 1,
+    held_bytes: status.deadletter["held_bytes"],
+  });
+  assert.ok((status.deadletter["held_bytes"] as number) > 100);
   running.stop.abort();
   await running.run;
   assert.equal(running.outcome(), "exited");
