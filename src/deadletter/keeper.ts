@@ -113,6 +113,11 @@ export class DeadLetterKeeper implements DeadLetterSink {
         );
       }
     } catch (err) {
+      if (signal.aborted) {
+        // The run was torn down: the push reports its batch abandoned, so these are read again.
+        this.#log.warn({ entries, reason: group.reason }, "not keeping dead letters: the run was cancelled");
+        return;
+      }
       if (err instanceof StateFenceError) {
         this.#log.warn(
           { entries, reason: group.reason },

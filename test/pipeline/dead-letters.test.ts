@@ -84,3 +84,30 @@ test("the checkpoint moves past dead letters only once they were kept", async ()
   assert.equal(h.store.doc.get(KEY), "2");
   assert.equal(dead.kept.length, 1);
 });
+
+test("a run torn down while dead letters are being kept abandons the batch: no commit past them", async () => {
+  const items = [entry(KEY, "1"), entry(KEY, "2")];
+  const dead = new RecordingDeadLetters();
+  dead.hold();
+  const h = harness([new ScriptedSource("eventlogfile", items, { after: "wait-stop" })], {
+    deadLetters: dead,
+    graceMs: 1000,
+  });
+  h.sink.script({ ok: { dropped: [{ entries: [items[1]!], reason: "bad_request", detail: "bad" }] } });
+  const stop = new AbortController();
+  const running = h.pipeline.run(stop.signal);
+  for (let i = 0; i < 20 && h.sink.calls.length === 0; i++) {
+    h.clock.advance(250);
+    await settle();
+  }
+  assert.equal(h.sink.calls.length, 1);
+  stop.abort();
+  // The grace runs out with the write still hanging: the run is cancelled.
+  for (let i = 0; i < 10; i++) {
+    h.clock.advance(1000);
+    await settle();
+  }
+  dead.release();
+  await running;
+  assert.equal(h.store.doc.get(KEY), undefined, "nothing committed past entries that may not have been kept");
+});
