@@ -6,6 +6,7 @@ import { resolvedOrgs, selectOrg, type ResolvedOrg } from "../config/orgs.ts";
 import type { Config } from "../config/schema.ts";
 import type { Labels } from "../model.ts";
 import { silentLogger, type Logger } from "../obs/logger.ts";
+import type { DeadLetterSink } from "../pipeline/dead-letters.ts";
 import { Pipeline } from "../pipeline/pipeline.ts";
 import { EventLogFileClient } from "../salesforce/eventlogfile/client.ts";
 import { pollingKit } from "../sources/shaping/deps.ts";
@@ -82,7 +83,8 @@ export async function runBackfill(run: BackfillRun): Promise<BackfillOutcome> {
       const egress = destination.egress;
       await egress?.startTerm(store!);
       const governed = egress ? egress.bind(store!) : store!;
-      outcome = await deliver(run, sources, sink, governed, labels.static);
+      // Rows Loki refuses for good are kept like the daemon's, in the same dead-letter store.
+      outcome = await deliver(run, sources, sink, governed, labels.static, graph.deadLetters?.unfenced());
     }
   } finally {
     progress.stop();
@@ -91,6 +93,7 @@ export async function runBackfill(run: BackfillRun): Promise<BackfillOutcome> {
       wiring.rest.close(),
       store?.close(),
       graph.store.close(),
+      graph.deadLetters?.store.close(),
     ]);
   }
   const elapsed = ((clock.monotonic() - started) / 1000).toFixed(1);
@@ -249,12 +252,14 @@ async function deliver(
   sink: CountingSink,
   store: CheckpointStore,
   staticLabels: Labels,
+  deadLetters: DeadLetterSink | undefined,
 ): Promise<BackfillOutcome> {
   const loki = run.config.sink.loki;
   const pipeline = new Pipeline({
     sources,
     sink,
     store,
+    ...(deadLetters ? { deadLetters } : {}),
     batch: { ...loki.batch, flush_interval_ms: loki.batch.flush_interval },
     shutdown_grace_ms: run.config.service.shutdown_grace,
     clock: run.clock,

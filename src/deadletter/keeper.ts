@@ -73,8 +73,21 @@ export class DeadLetterKeeper implements DeadLetterSink {
     }
   }
 
-  async keep(group: DeadLetterGroup, signal: AbortSignal): Promise<void> {
-    const { store, clock, fence } = this.#opts;
+  keep(group: DeadLetterGroup, signal: AbortSignal): Promise<void> {
+    return this.#keep(group, signal, this.#opts.fence);
+  }
+
+  /**
+   * The same keeper without the leadership fence, for `sf2loki backfill`: it takes no lease, and the
+   * letters it keeps (their own objects, or appends under the directory lock) never collide with the
+   * leader's.
+   */
+  unfenced(): DeadLetterSink {
+    return { keep: (group, signal) => this.#keep(group, signal, undefined) };
+  }
+
+  async #keep(group: DeadLetterGroup, signal: AbortSignal, fence: KeeperOptions["fence"]): Promise<void> {
+    const { store, clock } = this.#opts;
     const records = toRecords(group, clock);
     const entries = records.length;
     if (entries === 0) return;

@@ -1,0 +1,53 @@
+// `sf2loki backfill` keeps what Loki refuses for good in the same dead-letter store as the daemon
+// (it takes no lease, so no fence applies), and `deadletter replay` sends it once Loki accepts it.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import type { DeadLetterRecord } from "../../src/deadletter/types.ts";
+import { startDemoWorld } from "../../src/sim/demo-world.ts";
+import { cli } from "../support/cli.ts";
+import { tempDir, writeFile } from "../support/tmp.ts";
+
+test("backfill dead-letters the rows Loki refuses; replay delivers them once it accepts", async (t) => {
+  const world = await startDemoWorld({
+    eventsPerTopic: 1,
+    topics: ["/event/LoginEventStream"],
+    polling: { dailyEventLogFiles: { types: { URI: 30, Report: 20 }, days: 1 } },
+  });
+  t.after(() => world.stop());
+  const dir = tempDir();
+  const c = world.config(join(dir, "state.json"));
+  (c.sink as { loki: Record<string, unknown> }).loki.batch = { flush_interval: "50ms", max_entries: 200 };
+  // A coordinator that backfill never runs: the keeper it uses must not ask it for leadership.
+  (c as Record<string, unknown>).coordinate = {
+    type: "file_lease",
+    file_lease: { path: join(dir, "lease.json") },
+  };
+  const config = writeFile(dir, "c.yaml", stringify(c));
+  world.loki.reset();
+  world.loki.faults.rejectLinesContaining('"EVENT_TYPE": "URI"');
+  const since = new Date(Date.now() - 3 * 86_400_000).toISOString().slice(0, 10);
+  const r = await cli(["backfill", "--since", since, "--config", config]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /rows_dropped=30 /);
+
+  const listed = await cli(["deadletter", "list", "--json", "--config", config]);
+  const letters = listed.stdout
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((l) => JSON.parse(l) as DeadLetterRecord);
+  assert.equal(letters.length, 30);
+  assert.ok(letters.every((l) => l.labels.backfill === "true" && l.labels.event_type === "URI"));
+  assert.ok(
+    letters.every((l) => l.checkpoint_key.startsWith("backfill:")),
+    letters[0]?.checkpoint_key,
+  );
+
+  world.loki.faults.rejectLinesContaining(null);
+  const replayed = await cli(["deadletter", "replay", "--config", config]);
+  assert.equal(replayed.code, 0, replayed.stderr);
+  assert.match(replayed.stdout, /30 delivered and removed/);
+  const uri = world.pollingStats()["eventlogfile:URI"];
+  assert.equal(uri?.missing, 0);
+});
