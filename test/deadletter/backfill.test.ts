@@ -20,7 +20,7 @@ test("backfill dead-letters the rows Loki refuses; replay delivers them once it 
   const c = world.config(join(dir, "state.json"));
   (c.sink as { loki: Record<string, unknown> }).loki.batch = { flush_interval: "50ms", max_entries: 200 };
   // A coordinator that backfill never runs: the keeper it uses must not ask it for leadership.
-  (c as Record<string, unknown>).coordinate = {
+  c.coordinate = {
     type: "file_lease",
     file_lease: { path: join(dir, "lease.json") },
   };
