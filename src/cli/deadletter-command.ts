@@ -10,8 +10,9 @@ import { DeadLetterNotFoundError, DeadLetterStoreError } from "../deadletter/err
 import { replay } from "../deadletter/replay.ts";
 import { matches, parseSelection, type SelectFlags } from "../deadletter/select.ts";
 import type { DeadLetterRecord, DeadLetterStore } from "../deadletter/types.ts";
-import { Sf2LokiError } from "../errors.ts";
+import { Sf2LokiError, describeError } from "../errors.ts";
 import { buildStore } from "../state/build.ts";
+import { errnoCode } from "../state/state-fs.ts";
 import { isOutage } from "../state/transient.ts";
 import { systemClock, type Clock } from "../util/clock.ts";
 import { buildGraph } from "../wiring.ts";
@@ -42,12 +43,12 @@ async function withStore(
     await fn(store, config);
     return EXIT_OK;
   } catch (caught) {
-    // A raw transport or file-system error becomes one line naming the store.
+    // A raw transport, SDK or file-system error becomes one line naming the store; a bug keeps its stack.
     const err =
-      store && !(caught instanceof Sf2LokiError) && (isOutage(caught) || caught instanceof Error)
+      store && !(caught instanceof Sf2LokiError) && isStoreFailure(caught)
         ? new DeadLetterStoreError(
-            `the dead-letter store ${store.location} could not be read or written (${(caught as Error).message}); ` +
-              "check the path or bucket, the permissions and the network, then rerun",
+            `the dead-letter store ${store.location} could not be read or written (${describeError(caught)}); ` +
+              "check the path or bucket, the permissions (list, get, put and delete) and the network, then rerun",
             { cause: caught },
           )
         : caught;
@@ -55,6 +56,13 @@ async function withStore(
   } finally {
     await store?.close().catch(() => undefined);
   }
+}
+
+/** What a store's backend throws: a socket, an HTTP status from an SDK, or a file-system errno. */
+function isStoreFailure(err: unknown): boolean {
+  if (isOutage(err) || errnoCode(err) !== undefined) return true;
+  const e = (err ?? {}) as { $metadata?: unknown; statusCode?: unknown; code?: unknown };
+  return e.$metadata !== undefined || typeof e.statusCode === "number" || typeof e.code === "number";
 }
 
 async function selected(

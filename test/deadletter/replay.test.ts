@@ -134,4 +134,20 @@ test("show of an unknown id and purge without a selection are one-line errors wi
   const empty = await cli(["deadletter", "purge", "--all", "--config", configPath]);
   assert.equal(empty.code, 0);
   assert.match(empty.stdout, /nothing removed/);
+  // A store that cannot be read: one line naming it and what to check, exit 1, no stack.
+  const other = tempDir();
+  writeFile(other, "state-deadletter", "not a directory");
+  const brokenConfig = writeFile(
+    other,
+    "c.yaml",
+    "salesforce: {client_id: a, username: u, private_key: k}\n" +
+      `sink: {loki: {url: 'http://127.0.0.1:1/push'}}\nstate: {file: {path: ${join(other, "state.json")}}}\n`,
+  );
+  const broken = await cli(["deadletter", "list", "--config", brokenConfig]);
+  assert.equal(broken.code, 1);
+  assert.match(
+    broken.stderr,
+    /^sf2loki: the dead-letter store .*state-deadletter could not be read or written \(ENOTDIR.*check the path/,
+  );
+  assert.equal(broken.stderr.trim().split("\n").length, 1);
 });
