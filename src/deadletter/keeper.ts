@@ -1,7 +1,7 @@
 // The pipeline's dead-letter sink: turns a refused group into records and appends them to the store.
-// A failed write is retried a few times with backoff (about 3.5 s of waiting at most), then given up
-// on with one ERROR naming the entry count and a counted failure: the push it belongs to must not
-// hold its lane for long, and the daemon never crashes over a dead letter. Under HA the write runs
+// A failed write is retried a few times with backoff (about 3.5 s of waiting at most), all within a
+// 15 s deadline, then given up on with one ERROR naming the entry count and a counted failure: the
+// push it belongs to must not hold its lane for long, and the daemon never crashes over a dead letter. Under HA the write runs
 // behind the checkpoint store's fence: a replica whose term ended keeps nothing (the new leader
 // re-reads those entries from the last checkpoint, is refused again, and keeps them itself).
 import type { Meter } from "@opentelemetry/api";
@@ -11,11 +11,29 @@ import type { DeadLetterGroup, DeadLetterSink } from "../pipeline/dead-letters.t
 import { StateFenceError } from "../state/errors.ts";
 import type { Clock } from "../util/clock.ts";
 import { fullJitter, retry, type RetryPolicy } from "../util/retry.ts";
+import { DeadLetterStoreError } from "./errors.ts";
 import { DeadLetterMetrics } from "./metrics.ts";
 import { toRecords } from "./record.ts";
 import type { DeadLetterStore } from "./types.ts";
 
 export const KEEP_RETRY: RetryPolicy = { maxAttempts: 4, backoffMs: fullJitter(500, 2000) };
+/** Longest one group may hold its push, retries included: a store that hangs must not stall the lane. */
+export const KEEP_DEADLINE_MS = 15_000;
+
+/** Starts a deadline; returns its cancel. */
+export type StartDeadline = (ms: number, onExpiry: () => void) => () => void;
+
+/**
+ * Real time by default: the deadline must hold even where a test's manual clock stands still, and it
+ * is a safety net no test waits for (tests inject one they fire by hand).
+ */
+const realDeadline: StartDeadline = (ms, onExpiry) => {
+  const timer = setTimeout(onExpiry, ms);
+  timer.unref();
+  return () => {
+    clearTimeout(timer);
+  };
+};
 
 export interface KeeperOptions {
   store: DeadLetterStore;
@@ -24,6 +42,8 @@ export interface KeeperOptions {
   meter: Meter;
   /** HA: throws StateFenceError once this replica may no longer write (checked before every attempt). */
   fence?: () => void | Promise<void>;
+  /** How the KEEP_DEADLINE_MS deadline is timed (tests fire it by hand). */
+  deadline?: StartDeadline;
 }
 
 export class DeadLetterKeeper implements DeadLetterSink {
@@ -91,16 +111,23 @@ export class DeadLetterKeeper implements DeadLetterSink {
     const records = toRecords(group, clock);
     const entries = records.length;
     if (entries === 0) return;
+    const expired = new AbortController();
+    const bounded = AbortSignal.any([signal, expired.signal]);
+    const cancelDeadline = (this.#opts.deadline ?? realDeadline)(KEEP_DEADLINE_MS, () => {
+      expired.abort(
+        new DeadLetterStoreError(`the dead-letter store did not answer within ${KEEP_DEADLINE_MS / 1000} s`),
+      );
+    });
     try {
-      const outcome = await retry(
+      const writing = retry(
         async () => {
           await fence?.();
-          return store.append(records, signal);
+          return store.append(records, bounded);
         },
         {
           policy: KEEP_RETRY,
           clock,
-          signal,
+          signal: bounded,
           isTransient: (err) => !(err instanceof StateFenceError),
           onRetry: (err, attempt, delayMs) => {
             this.#log.warn(
@@ -116,6 +143,10 @@ export class DeadLetterKeeper implements DeadLetterSink {
           },
         },
       );
+      // A backend call that ignores the signal still stops holding the push at the deadline (and its
+      // late failure, if any, has nobody left to tell).
+      writing.catch(() => undefined);
+      const outcome = await Promise.race([writing, rejectOnAbort(bounded)]);
       this.#metrics.written.add(entries, { reason: group.reason });
       if (outcome.evicted > 0) {
         this.#metrics.evicted.add(outcome.evicted);
@@ -141,10 +172,22 @@ export class DeadLetterKeeper implements DeadLetterSink {
       this.#metrics.writeFailures.add(1);
       this.#log.error(
         { entries, reason: group.reason, location: store.location, err: describeError(err) },
-        `could not keep ${entries} refused entries in the dead-letter store ${store.location} after ` +
-          `${KEEP_RETRY.maxAttempts} attempts; they are lost and the checkpoint moves on: check that the ` +
-          "store is writable (disk space, permissions, credentials)",
+        `could not keep ${entries} refused entries in the dead-letter store ${store.location} ` +
+          `(${KEEP_RETRY.maxAttempts} attempts within ${KEEP_DEADLINE_MS / 1000} s at most); they are lost ` +
+          "and the checkpoint moves on: check that the store is writable (disk space, permissions, credentials)",
       );
+    } finally {
+      cancelDeadline();
     }
   }
+}
+
+function rejectOnAbort(signal: AbortSignal): Promise<never> {
+  return new Promise<never>((_, reject) => {
+    const fail = (): void => {
+      reject(signal.reason as Error);
+    };
+    if (signal.aborted) fail();
+    else signal.addEventListener("abort", fail, { once: true });
+  });
 }

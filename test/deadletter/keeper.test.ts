@@ -92,3 +92,39 @@ test("a term's survey fills the held gauges from what an earlier process left, a
     logs.some((l) => l.level === 30 && l.held_entries === 2 && /dead letters are waiting/.test(l.msg)),
   );
 });
+
+test("a store that never answers holds the push only until the deadline: a counted failure, then the pipeline goes on", async () => {
+  const clock = new ManualClock();
+  const metrics = new TestMetrics();
+  const logs: { level: number; msg: string }[] = [];
+  const logger = pino(
+    { level: "debug" },
+    { write: (l: string) => logs.push(JSON.parse(l) as (typeof logs)[number]) },
+  );
+  const hanging = new FileDeadLetterStore(join(tempDir(), "d"), { maxBytes: 1 << 20, maxEntries: 0 }, clock);
+  hanging.append = () => new Promise(() => undefined);
+  let expire: (() => void) | undefined;
+  const keeper = new DeadLetterKeeper({
+    store: hanging,
+    clock,
+    logger,
+    meter: metrics.meter,
+    deadline: (ms, onExpiry) => {
+      assert.equal(ms, 15_000);
+      expire = onExpiry;
+      return () => undefined;
+    },
+  });
+  const keeping = keeper.keep(
+    { entries: [entry("apexlog", "1")], reason: "bad_request", detail: "d" },
+    SIGNAL,
+  );
+  let done = false;
+  void keeping.then(() => (done = true));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(done, false, "waiting for the store");
+  expire?.();
+  await keeping;
+  assert.equal(await metrics.sum("sf2loki_deadletter_write_failures"), 1);
+  assert.ok(logs.some((l) => l.level === 50 && /did not answer within 15 s/.test(JSON.stringify(l))));
+});

@@ -136,7 +136,10 @@ describe("S3", () => {
     const errors = logs.filter((l) => l.level === 50);
     assert.equal(errors.length, 1);
     assert.equal(errors[0]!.entries, 2);
-    assert.match(errors[0]!.msg, /could not keep 2 refused entries .* after 4 attempts; they are lost/);
+    assert.match(
+      errors[0]!.msg,
+      /could not keep 2 refused entries .* \(4 attempts within 15 s at most\); they are lost/,
+    );
     // Then the store recovers: the next group is kept.
     b.emulator.clearFaults();
     await keeper.keep({ entries: [entry("apexlog", "3")], reason: "bad_request", detail: "x" }, SIGNAL);
