@@ -36,6 +36,12 @@ const PROCESS_WIDE = new Set([
   "sf2loki_queue_bytes",
   // Its start-up zero series has no org; real drops carry the entries' org (test/pipeline/failures.test.ts).
   "sf2loki_loki_entries_dropped_total",
+  // One dead-letter store serves every org (each record names its org; `deadletter list --org`).
+  "sf2loki_deadletter_entries_total",
+  "sf2loki_deadletter_evicted_total",
+  "sf2loki_deadletter_write_failures_total",
+  "sf2loki_deadletter_held_entries",
+  "sf2loki_deadletter_held_bytes",
 ]);
 
 interface Series {
