@@ -7,7 +7,7 @@ import { loadConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import { buildDeadLetterStore } from "../deadletter/build.ts";
 import { DeadLetterNotFoundError, DeadLetterStoreError } from "../deadletter/errors.ts";
-import { replay } from "../deadletter/replay.ts";
+import { REPLAY_BATCH, replay } from "../deadletter/replay.ts";
 import { matches, parseSelection, type SelectFlags } from "../deadletter/select.ts";
 import type { DeadLetterRecord, DeadLetterStore } from "../deadletter/types.ts";
 import { Sf2LokiError, describeError } from "../errors.ts";
@@ -15,7 +15,7 @@ import { buildStore } from "../state/build.ts";
 import { errnoCode } from "../state/state-fs.ts";
 import { isOutage } from "../state/transient.ts";
 import { systemClock, type Clock } from "../util/clock.ts";
-import { buildGraph } from "../wiring.ts";
+import { buildGraph, type DestinationWiring, type Graph } from "../wiring.ts";
 import { UsageError } from "./config-command.ts";
 import { EXIT_OK, reportError, type CliIO } from "./exit.ts";
 
@@ -226,6 +226,22 @@ export function deadletterCommand(
   return cmd;
 }
 
+/** Each letter goes back to the Loki its org sends to (`orgs[].sink.loki`), else the top-level one. */
+function byDestination(
+  graph: Graph,
+  records: readonly DeadLetterRecord[],
+): Map<DestinationWiring, DeadLetterRecord[]> {
+  const main = graph.destinations[0]!;
+  const out = new Map<DestinationWiring, DeadLetterRecord[]>();
+  for (const r of records) {
+    const d = graph.destinations.find((w) => w.destination.orgs.includes(r.org ?? "")) ?? main;
+    const list = out.get(d) ?? [];
+    list.push(r);
+    out.set(d, list);
+  }
+  return out;
+}
+
 async function replayTo(
   io: CliIO,
   store: DeadLetterStore,
@@ -233,7 +249,7 @@ async function replayTo(
   records: readonly DeadLetterRecord[],
   clock: Clock,
 ): Promise<void> {
-  // The daemon's sink and governor, built by the same wiring; nothing else of the graph is started.
+  // The daemon's sinks and governors, built by the same wiring; nothing else of the graph is started.
   const graph = buildGraph(config, { clock });
   const stop = new AbortController();
   const onSignal = (): void => {
@@ -242,38 +258,46 @@ async function replayTo(
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   try {
-    if (graph.egress) {
-      // Today's budget count, read without a lock (the daemon may be running); replayed bytes count
-      // against it here but are not written back: the daemon's document has one writer.
+    if (graph.destinations.some((d) => d.egress)) {
+      // Today's budget counts, read without a lock (the daemon may be running); replayed bytes count
+      // against them here but are not written back: the daemon's document has one writer.
       const reader = buildStore(config.state, { exclusiveLock: false, clock });
       try {
-        await graph.egress.startTerm(reader);
+        for (const d of graph.destinations) await d.egress?.startTerm(reader);
       } finally {
         await reader.close();
       }
     }
-    const long = records.length > 500;
-    const result = await replay({
-      store,
-      sink: graph.sink,
-      records,
-      clock,
-      signal: stop.signal,
-      onBatch: (p) => {
-        if (long)
-          io.stderr(
-            `sf2loki deadletter: replayed ${p.sent}/${p.total} (delivered ${p.delivered}, refused again ${p.refused})\n`,
-          );
-      },
-    });
-    const held = result.held > 0 ? `, ${result.held} held back by the daily egress budget (kept)` : "";
-    io.stdout(
-      `sf2loki: replayed ${result.sent} dead letter(s) to ${config.sink.loki.url}: ${result.delivered} delivered ` +
-        `and removed, ${result.refused} refused again (kept with Loki's new detail)${held}\n`,
-    );
+    const long = records.length > REPLAY_BATCH;
+    for (const [destination, letters] of byDestination(graph, records)) {
+      const result = await replay({
+        store,
+        sink: destination.sink,
+        records: letters,
+        clock,
+        signal: stop.signal,
+        onBatch: (p) => {
+          if (long)
+            io.stderr(
+              `sf2loki deadletter: replayed ${p.sent}/${p.total} to ${destination.destination.loki.url} ` +
+                `(delivered ${p.delivered}, refused again ${p.refused})\n`,
+            );
+        },
+      });
+      const held = result.held > 0 ? `, ${result.held} held back by the daily egress budget (kept)` : "";
+      io.stdout(
+        `sf2loki: replayed ${result.sent} dead letter(s) to ${destination.destination.loki.url}: ` +
+          `${result.delivered} delivered and removed, ${result.refused} refused again (kept with Loki's new ` +
+          `detail)${held}\n`,
+      );
+    }
   } finally {
     process.removeListener("SIGINT", onSignal);
     process.removeListener("SIGTERM", onSignal);
-    await Promise.allSettled([graph.sink.close(), graph.store.close(), graph.deadLetters?.store.close()]);
+    await Promise.allSettled([
+      ...graph.destinations.map((d) => d.sink.close()),
+      graph.store.close(),
+      graph.deadLetters?.store.close(),
+    ]);
   }
 }

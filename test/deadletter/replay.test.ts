@@ -38,15 +38,19 @@ test("a refused entry is dead-lettered with Loki's words, the checkpoint moves o
   );
   const config = await loadConfig(configPath, {});
   const metrics = new TestMetrics();
-  const clock = new ManualClock();
+  // Two days ago, with entries from just before: inside Loki's 7-day window for the replay, which
+  // runs on real time (the sink checks Loki's limits before it sends).
+  const clock = new ManualClock({ startMs: Date.now() - 2 * 86_400_000 });
+  const ts = (n: number): bigint => BigInt(clock.now() - 60_000 + n) * 1_000_000n;
   const graph = buildGraph(config, { clock, meter: metrics.meter });
   assert.ok(graph.deadLetters, "on by default");
 
   const poison = entry(KEY, "2", {
+    timestampNs: ts(2),
     line: "POISON: a line Loki will not take",
     labels: { source: "eventlogfile", event_type: "API" },
   });
-  const items = [entry(KEY, "1"), poison, entry(KEY, "3")];
+  const items = [entry(KEY, "1", { timestampNs: ts(1) }), poison, entry(KEY, "3", { timestampNs: ts(3) })];
   const checkpoints = new MemoryStore();
   // Batches of one: a lone refused entry is a PermanentSinkError carrying Loki's message.
   const pipeline = new Pipeline({
