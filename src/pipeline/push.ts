@@ -124,7 +124,8 @@ export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<Pu
         `Loki refused a batch for good; its entries are ${keeping ? "dead-lettered" : "dropped"} and the ` +
           "checkpoint moves on: check line sizes and labels against the Loki limits",
       );
-      if (keeping && rest.length > 0) refused.push({ entries: rest, reason: err.reason, detail: err.message });
+      if (keeping && rest.length > 0)
+        refused.push({ entries: rest, reason: err.reason, detail: err.message });
       return (await keepRefused(refused, deps)) ? "dropped" : "abandoned";
     }
     if (err instanceof RetryableSinkError || isAbortFrom(err, deps.draining)) return "abandoned";
