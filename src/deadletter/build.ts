@@ -1,12 +1,12 @@
 // The one place that turns the `state:` and `deadletter:` config blocks into a dead-letter store, on
-// the checkpoint store's backend, with its credentials. Offline: nothing touches the network here.
+// the checkpoint store's backend, with its credentials. Offline: nothing touches the network here, and
+// the cloud SDKs load at the first request (folders/lazy.ts).
 import { ConfigError } from "../errors.ts";
 import type { StateSettings } from "../state/settings.ts";
 import type { Clock } from "../util/clock.ts";
 import { deadLetterDirectory, FileDeadLetterStore } from "./file-store.ts";
-import { AzureFolder } from "./folders/azure.ts";
-import { GcsFolder } from "./folders/gcs.ts";
-import { S3Folder } from "./folders/s3.ts";
+import { azureAccountName } from "../state/azure/account.ts";
+import { LazyFolder } from "./folders/lazy.ts";
 import { deadLetterPrefix } from "./object-folder.ts";
 import { ObjectDeadLetterStore } from "./object-store.ts";
 import type { DeadLetterBounds, DeadLetterStore } from "./types.ts";
@@ -30,22 +30,42 @@ export function buildDeadLetterStore(
   switch (state.store) {
     case "file":
       return new FileDeadLetterStore(deadLetterDirectory(state.file.path), bounds, clock);
-    case "s3":
-      return new ObjectDeadLetterStore(new S3Folder(state.s3, deadLetterPrefix(state.s3.key)), bounds, clock);
-    case "gcs":
-      return new ObjectDeadLetterStore(
-        new GcsFolder(state.gcs, deadLetterPrefix(state.gcs.object_name)),
-        bounds,
-        clock,
+    case "s3": {
+      const { s3 } = state;
+      const prefix = deadLetterPrefix(s3.key);
+      const folder = new LazyFolder(
+        `s3://${s3.bucket}/${prefix}`,
+        "the S3 client (@aws-sdk/client-s3)",
+        async () => {
+          const { S3Folder } = await import("./folders/s3.ts");
+          return new S3Folder(s3, prefix);
+        },
       );
+      return new ObjectDeadLetterStore(folder, bounds, clock);
+    }
+    case "gcs": {
+      const { gcs } = state;
+      const prefix = deadLetterPrefix(gcs.object_name);
+      const folder = new LazyFolder(
+        `gs://${gcs.bucket}/${prefix}`,
+        "the GCS client (@google-cloud/storage)",
+        async () => {
+          const { GcsFolder } = await import("./folders/gcs.ts");
+          return new GcsFolder(gcs, prefix);
+        },
+      );
+      return new ObjectDeadLetterStore(folder, bounds, clock);
+    }
     case "azure": {
-      if (!state.azure)
-        throw new ConfigError("state.store is 'azure' but the state.azure section is missing");
-      return new ObjectDeadLetterStore(
-        new AzureFolder(state.azure, deadLetterPrefix(state.azure.blob_name)),
-        bounds,
-        clock,
-      );
+      const azure = state.azure;
+      if (!azure) throw new ConfigError("state.store is 'azure' but the state.azure section is missing");
+      const prefix = deadLetterPrefix(azure.blob_name);
+      const location = `azure://${azureAccountName(azure, "state.azure")}/${azure.container}/${prefix}`;
+      const folder = new LazyFolder(location, "the Azure Blob client (@azure/storage-blob)", async () => {
+        const { AzureFolder } = await import("./folders/azure.ts");
+        return new AzureFolder(azure, prefix);
+      });
+      return new ObjectDeadLetterStore(folder, bounds, clock);
     }
     default:
       throw new ConfigError(
