@@ -15,6 +15,10 @@ import { startLokiReceiver, type LokiReceiver, type LokiReceiverOptions } from "
 import { PendingBatch } from "../../../src/pipeline/batch.ts";
 import { PipelineMetrics } from "../../../src/pipeline/metrics.ts";
 import { pushBatch } from "../../../src/pipeline/push.ts";
+import { DeadLetterKeeper } from "../../../src/deadletter/keeper.ts";
+import { FileDeadLetterStore } from "../../../src/deadletter/file-store.ts";
+import { join } from "node:path";
+import { tempDir } from "../../support/tmp.ts";
 import { settings } from "./support.ts";
 
 const NOW_MS = Date.UTC(2026, 11, 1, 12);
@@ -340,5 +344,52 @@ for (const local of [true, false]) {
     receiver.faults.release();
     assert.equal(await pushing, "delivered");
     assert.equal(await droppedCount(reader), local ? 1 : 2, "each entry counted once");
+  });
+}
+
+for (const local of [false, true]) {
+  test(`1 % too old through the pipeline's push into a file dead-letter store (local ${local ? "ON" : "OFF"}): every refusal kept with its reason`, async (t) => {
+    const { receiver, sink, clock } = await world(t, local);
+    const { batches, old } = onePercentTooOld();
+    const store = new FileDeadLetterStore(
+      join(tempDir(), "state-deadletter"),
+      { maxBytes: 1 << 20, maxEntries: 0 },
+      clock,
+    );
+    const keeper = new DeadLetterKeeper({
+      store,
+      clock,
+      logger: silentLogger,
+      meter: new MeterProvider().getMeter("t"),
+    });
+    const metrics = new PipelineMetrics(
+      new MeterProvider().getMeter("t"),
+      () => 0,
+      () => 0,
+    );
+    const never = new AbortController().signal;
+    for (const [i, batch] of batches.entries()) {
+      const outcome = await pushBatch(new PendingBatch(i, batch), {
+        sink,
+        clock,
+        metrics,
+        logger: silentLogger,
+        draining: never,
+        cancelled: never,
+        deadLetters: keeper,
+      });
+      assert.equal(outcome, "delivered", "the batch settles and its checkpoint may move on");
+    }
+    assert.ok(receiver.counts.requests <= 1.1 * batches.length, `${receiver.counts.requests} pushes`);
+    assert.equal(receiver.counts.duplicates, 0);
+    const kept = await store.list(never);
+    const oldLines = new Set([...old].map((e) => e.line));
+    assert.deepEqual(new Set(kept.map((r) => r.line)), oldLines, "exactly the refused entries are kept");
+    assert.equal(kept.length, old.size);
+    for (const r of kept) {
+      assert.equal(r.reason, "too_old");
+      assert.match(r.detail, local ? /^reject_old_samples_max_age 168h/ : /has timestamp too old/);
+      assert.equal(r.checkpoint_key, "pubsub:/event/x");
+    }
   });
 }
