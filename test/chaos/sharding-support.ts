@@ -27,7 +27,12 @@ export { RENEW_MS, TTL_MS };
 
 export type ShardPairing = "k8s_lease + s3" | "s3_lease + s3";
 
-const TIMING = { ttl: "3s", renew_interval: "1s" };
+/** The tests' short lease timing (failover bounds in seconds); a bench may pass production timing. */
+export interface LeaseTiming {
+  ttl: string;
+  renew_interval: string;
+}
+const TEST_TIMING: LeaseTiming = { ttl: "3s", renew_interval: "1s" };
 const BUCKET = "sf2loki-shards";
 /** The configured state key: each shard writes `sf2loki/state-<org>.json`. */
 export const STATE_KEY = "sf2loki/state.json";
@@ -53,6 +58,7 @@ export class ShardRig {
   readonly replicas: Replica[] = [];
   readonly #dir: string;
   readonly #s3Url: string;
+  readonly #timing: LeaseTiming;
   #stopPublishing: () => void = () => undefined;
 
   private constructor(
@@ -62,6 +68,7 @@ export class ShardRig {
     s3Url: string,
     k8s: K8sEmulator | undefined,
     dir: string,
+    timing: LeaseTiming,
   ) {
     this.kind = kind;
     this.world = world;
@@ -69,6 +76,7 @@ export class ShardRig {
     this.#s3Url = s3Url;
     this.k8s = k8s;
     this.#dir = dir;
+    this.#timing = timing;
   }
 
   /** Everything it starts is stopped at the end of `t`: traffic, replicas, emulators, world. */
@@ -76,6 +84,7 @@ export class ShardRig {
     t: TestContext,
     kind: ShardPairing,
     world: { orgs: number; seed: number; eventsPerTopic: number },
+    timing: LeaseTiming = TEST_TIMING,
   ): Promise<ShardRig> {
     const dir = mkdtempSync(join(tmpdir(), "sf2loki-shard-"));
     const stack: (() => Promise<void> | void)[] = [
@@ -97,7 +106,7 @@ export class ShardRig {
       k8s = api;
       stack.push(() => api.close());
     }
-    const rig = new ShardRig(kind, sim, s3, s3Url, k8s, dir);
+    const rig = new ShardRig(kind, sim, s3, s3Url, k8s, dir, timing);
     stack.push(async () => {
       rig.#stopPublishing();
       await Promise.all(rig.replicas.map((r) => r.shutDown()));
@@ -134,15 +143,15 @@ export class ShardRig {
               namespace: NAMESPACE,
               name: LEASE_NAME,
               identity: name,
-              lease_duration: TIMING.ttl,
-              renew_interval: TIMING.renew_interval,
+              lease_duration: this.#timing.ttl,
+              renew_interval: this.#timing.renew_interval,
               kubeconfig: this.#kubeconfig(name),
             },
           }
         : {
             type: "s3_lease",
             sharding: { enabled: true },
-            s3_lease: { ...s3, key: LEASE_KEY, holder_id: name, ...TIMING },
+            s3_lease: { ...s3, key: LEASE_KEY, holder_id: name, ...this.#timing },
           };
     const over = {
       coordinate,
@@ -320,7 +329,7 @@ export class ShardRig {
 }
 
 /** A process's CPU seconds (user + system) and resident set, from /proc (Linux). */
-function procSample(pid: number): { cpuS: number; rssMiB: number } {
+export function procSample(pid: number): { cpuS: number; rssMiB: number } {
   // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
