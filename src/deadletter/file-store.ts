@@ -10,7 +10,7 @@ import { errnoCode, nodeStateFs } from "../state/state-fs.ts";
 import { Mutex } from "../util/mutex.ts";
 import type { Clock } from "../util/clock.ts";
 import { withDirectoryLock } from "./file-lock.ts";
-import { decodeRecords, encodeRecords } from "./record.ts";
+import { applyChanges, decodeRecords, encodeRecords } from "./record.ts";
 import type {
   AppendOutcome,
   DeadLetterBounds,
@@ -110,19 +110,8 @@ export class FileDeadLetterStore implements DeadLetterStore {
       const segments = await this.#segments();
       const kept: Segment[] = [];
       for (const s of segments) {
-        const records = await this.#read(s.name);
-        const next: DeadLetterRecord[] = [];
-        let changed = false;
-        for (const r of records) {
-          if (remove.has(r.id)) {
-            removed++;
-            changed = true;
-            continue;
-          }
-          const replaced = update.get(r.id);
-          if (replaced) changed = true;
-          next.push(replaced ?? r);
-        }
+        const { kept: next, removed: gone, changed } = applyChanges(await this.#read(s.name), remove, update);
+        removed += gone;
         if (!changed) {
           kept.push(s);
           continue;

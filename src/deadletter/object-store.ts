@@ -6,7 +6,7 @@
 import type { Clock } from "../util/clock.ts";
 import { Mutex } from "../util/mutex.ts";
 import type { FolderObject, ObjectFolder } from "./object-folder.ts";
-import { decodeRecords, encodeRecords } from "./record.ts";
+import { applyChanges, decodeRecords, encodeRecords } from "./record.ts";
 import type {
   AppendOutcome,
   DeadLetterBounds,
@@ -90,19 +90,8 @@ export class ObjectDeadLetterStore implements DeadLetterStore {
       const next: Held[] = [];
       const contents = await mapLimited(held, (h) => this.#read(h.name, signal));
       for (const [i, h] of held.entries()) {
-        const records = contents[i] ?? [];
-        const kept: DeadLetterRecord[] = [];
-        let changed = false;
-        for (const r of records) {
-          if (remove.has(r.id)) {
-            removed++;
-            changed = true;
-            continue;
-          }
-          const replaced = update.get(r.id);
-          if (replaced) changed = true;
-          kept.push(replaced ?? r);
-        }
+        const { kept, removed: gone, changed } = applyChanges(contents[i] ?? [], remove, update);
+        removed += gone;
         if (!changed) {
           next.push(h);
           continue;

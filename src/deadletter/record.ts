@@ -67,3 +67,27 @@ export function decodeRecords(text: string): { records: DeadLetterRecord[]; unre
 export function recordBytes(record: DeadLetterRecord): number {
   return Buffer.byteLength(JSON.stringify(record), "utf8") + 1;
 }
+
+/**
+ * One stored unit (a file segment, an object) after a remove-or-update: the records it keeps (updated
+ * ones replaced), how many it lost, and whether it must be rewritten at all.
+ */
+export function applyChanges(
+  records: readonly DeadLetterRecord[],
+  remove: ReadonlySet<string>,
+  update: ReadonlyMap<string, DeadLetterRecord>,
+): { kept: DeadLetterRecord[]; removed: number; changed: boolean } {
+  const kept: DeadLetterRecord[] = [];
+  let removed = 0;
+  let replaced = 0;
+  for (const r of records) {
+    if (remove.has(r.id)) {
+      removed++;
+      continue;
+    }
+    const next = update.get(r.id);
+    if (next) replaced++;
+    kept.push(next ?? r);
+  }
+  return { kept, removed, changed: removed + replaced > 0 };
+}
