@@ -228,8 +228,20 @@ for (const overlay of OVERLAYS) {
     const objects = objectsOf(overlay);
     const { deployment } = deploymentOf(objects);
     const pdb = only(objects, "PodDisruptionBudget") as K8sObject & {
-      spec: { maxUnavailable?: number; minAvailable?: number; unhealthyPodEvictionPolicy?: string };
+      spec: {
+        maxUnavailable?: number;
+        minAvailable?: number;
+        unhealthyPodEvictionPolicy?: string;
+        selector?: { matchLabels?: Record<string, string> };
+      };
     };
+    // Without a selector a policy/v1 budget counts every pod in the namespace.
+    assert.deepEqual(
+      pdb.spec.selector?.matchLabels,
+      (deployment.spec as unknown as { selector: { matchLabels: Record<string, string> } }).selector
+        .matchLabels,
+      "the PDB selects exactly the Deployment's pods",
+    );
     // A standby's /readyz is 503 by design: exactly one pod is Ready however many run.
     assert.ok(
       evictable(pdb.spec, deployment.spec.replicas, 1) >= 1,
