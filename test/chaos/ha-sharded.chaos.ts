@@ -149,12 +149,23 @@ test("3 sharded daemons x 6 orgs: split 2/2/2, kill -9 moves within ttl + renew,
   await eventually(() => balanced([a, b, d], [2, 2, 2]), 5 * TTL_MS, "d gets its share");
   const joined = Date.now() - joinedAt;
   t.diagnostic(`join: d holds its share ${joined} ms after it was spawned (process start included)`);
-  const released = [a, b].flatMap((r) =>
-    r.logs.filter(
-      (l) =>
-        l.msg === "releasing shard: draining and committing, then releasing its lease" && l.time >= joinedAt,
-    ),
+  // /statusz can tell before the children's log lines have reached us: wait for the lines themselves.
+  const releasing = () =>
+    [a, b].flatMap((r) =>
+      r.logs.filter(
+        (l) =>
+          l.msg === "releasing shard: draining and committing, then releasing its lease" &&
+          l.time >= joinedAt,
+      ),
+    );
+  const acquiring = () =>
+    d.logs.filter((l) => l.msg === "shard acquired: starting its pipeline").map((l) => l.time);
+  await eventually(
+    () => Promise.resolve(releasing().length >= 2 && acquiring().length >= 2),
+    5_000,
+    "the hand-overs' log lines",
   );
+  const released = releasing();
   assert.equal(released.length, 2, "a and b each handed one org over cleanly");
   const drainStarted = Math.max(...released.map((l) => l.time));
   const leaseReleased = Math.max(
@@ -162,7 +173,7 @@ test("3 sharded daemons x 6 orgs: split 2/2/2, kill -9 moves within ttl + renew,
       r.logs.filter((l) => l.msg === "released lease" && l.time >= joinedAt).map((l) => l.time),
     ),
   );
-  const acquired = d.logs.filter((l) => l.msg === "shard acquired: starting its pipeline").map((l) => l.time);
+  const acquired = acquiring();
   assert.equal(acquired.length, 2);
   const wait = Math.max(...acquired) - leaseReleased;
   t.diagnostic(
