@@ -10,7 +10,8 @@ import { pollingSources, simSalesforceConfig } from "../../src/sim/demo-polling.
 import { DEMO_SECRET } from "../../src/sim/demo-world.ts";
 import { startLokiReceiver } from "../../src/sim/loki.ts";
 import type { SimPollingData } from "../../src/sim/salesforce-rest/index.ts";
-import { startSimOrg, type SimOrg } from "../../src/sim/salesforce/index.ts";
+import type { SimOrg } from "../../src/sim/salesforce/index.ts";
+import { startTwoOrgs } from "../support/two-orgs.ts";
 import { tempDir } from "../support/tmp.ts";
 
 /** Process-wide series: the pipeline, the sink, the store, the process. Everything else is per org. */
@@ -73,20 +74,11 @@ test("two orgs: every per-org metric series carries org, and the orgs' series pa
     apexLogs: 10,
   };
   const topic = "/event/LoginEventStream";
-  const orgs: Record<string, SimOrg> = {};
-  for (const [name, orgId] of [
-    ["prod", "00DSIMPROD0000001A"],
-    ["emea", "00DSIMEMEA0000001A"],
-  ] as const) {
-    orgs[name] = await startSimOrg({
-      orgId,
-      clientSecret: DEMO_SECRET,
-      topics: [topic],
-      eventsPerTopic: 20,
-      polling,
-    });
-    t.after(() => orgs[name]!.stop());
-  }
+  const orgs: Record<string, SimOrg> = await startTwoOrgs(t, {
+    topics: [topic],
+    eventsPerTopic: 20,
+    polling,
+  });
   const config = validateConfig({
     orgs: Object.entries(orgs).map(([name, org]) => ({
       name,

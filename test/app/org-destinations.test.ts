@@ -13,7 +13,8 @@ import { pollingSources, simSalesforceConfig } from "../../src/sim/demo-polling.
 import { DEMO_SECRET } from "../../src/sim/demo-world.ts";
 import { startLokiReceiver, type LokiReceiver } from "../../src/sim/loki.ts";
 import type { SimPollingData } from "../../src/sim/salesforce-rest/index.ts";
-import { startSimOrg, type SimOrg } from "../../src/sim/salesforce/index.ts";
+import type { SimOrg } from "../../src/sim/salesforce/index.ts";
+import { startTwoOrgs, type TwoOrgs } from "../support/two-orgs.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const TOPIC = "/event/LoginEventStream";
@@ -26,22 +27,8 @@ const POLLING: SimPollingData = {
 /** What one org holds: Pub/Sub events, polled records, ELF rows, ApexLogs. */
 const PER_ORG = EVENTS + 30 + 50 + 10;
 
-async function startOrgs(t: TestContext): Promise<Record<"prod" | "emea", SimOrg>> {
-  const orgs = {} as Record<"prod" | "emea", SimOrg>;
-  for (const [name, orgId] of [
-    ["prod", "00DSIMPROD0000001A"],
-    ["emea", "00DSIMEMEA0000001A"],
-  ] as const) {
-    orgs[name] = await startSimOrg({
-      orgId,
-      clientSecret: DEMO_SECRET,
-      topics: [TOPIC],
-      eventsPerTopic: EVENTS,
-      polling: POLLING,
-    });
-    t.after(() => orgs[name].stop());
-  }
-  return orgs;
+function startOrgs(t: TestContext): Promise<TwoOrgs> {
+  return startTwoOrgs(t, { topics: [TOPIC], eventsPerTopic: EVENTS, polling: POLLING });
 }
 
 async function receiver(t: TestContext): Promise<LokiReceiver> {

@@ -15,9 +15,10 @@ import { K8sShardSpace } from "../../src/coordinate/sharding/k8s-space.ts";
 import { pollingSources, simSalesforceConfig } from "../../src/sim/demo-polling.ts";
 import { DEMO_SECRET } from "../../src/sim/demo-world.ts";
 import { startLokiReceiver } from "../../src/sim/loki.ts";
-import { startSimOrg, type SimOrg } from "../../src/sim/salesforce/index.ts";
+import type { SimOrg } from "../../src/sim/salesforce/index.ts";
 import { K8sEmulator } from "../support/k8s-emulator.ts";
 import { captureLogger } from "../state/helpers/capture-logger.ts";
+import { startTwoOrgs } from "../support/two-orgs.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const NS = "sf2loki";
@@ -51,20 +52,11 @@ test("two sharded daemons split two orgs, each in its own seeded document, and r
   t.after(() => emu.close());
   const loki = await startLokiReceiver();
   t.after(() => loki.stop());
-  const orgs: Record<string, SimOrg> = {};
-  for (const [name, orgId] of [
-    ["prod", "00DSIMPROD0000001A"],
-    ["emea", "00DSIMEMEA0000001A"],
-  ] as const) {
-    orgs[name] = await startSimOrg({
-      orgId,
-      clientSecret: DEMO_SECRET,
-      topics: [],
-      eventsPerTopic: 0,
-      polling: { objects: { LoginEvent: { records: 30 } }, apexLogs: 10 },
-    });
-    t.after(() => orgs[name]!.stop());
-  }
+  const orgs: Record<string, SimOrg> = await startTwoOrgs(t, {
+    topics: [],
+    eventsPerTopic: 0,
+    polling: { objects: { LoginEvent: { records: 30 } }, apexLogs: 10 },
+  });
   const dir = tempDir();
   const shared = join(dir, "state.json");
   // The pre-sharding document: one key per org, plus a single-org key the first org inherits.
@@ -186,20 +178,11 @@ test("one daemon, two orgs: losing one shard stops that org's pipeline only, and
   t.after(() => emu.close());
   const loki = await startLokiReceiver();
   t.after(() => loki.stop());
-  const orgs: Record<string, SimOrg> = {};
-  for (const [name, orgId] of [
-    ["prod", "00DSIMPROD0000001A"],
-    ["emea", "00DSIMEMEA0000001A"],
-  ] as const) {
-    orgs[name] = await startSimOrg({
-      orgId,
-      clientSecret: DEMO_SECRET,
-      topics: [],
-      eventsPerTopic: 0,
-      polling: { objects: { LoginEvent: { records: 10 } } },
-    });
-    t.after(() => orgs[name]!.stop());
-  }
+  const orgs: Record<string, SimOrg> = await startTwoOrgs(t, {
+    topics: [],
+    eventsPerTopic: 0,
+    polling: { objects: { LoginEvent: { records: 10 } } },
+  });
   const config = validateConfig({
     orgs: Object.entries(orgs).map(([name, org]) => ({
       name,
