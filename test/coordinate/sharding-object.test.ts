@@ -46,6 +46,31 @@ interface Store {
   put(key: string, bytes: string): void;
 }
 
+/** How one object-store family names and opens a lease object, and a plain object for list and delete. */
+interface Family {
+  kind: "gcs_lease" | "azure_lease";
+  bucketUri: string;
+  /** The lease backend of object `name`, for `replica`. */
+  lease(replica: string, name: string): LeaseBackend;
+  /** The store backend of object `name` (list from the prefix, conditional delete), for `replica`. */
+  object(replica: string, name: string): { list: GcsBackend["list"]; delete: GcsBackend["delete"] };
+}
+
+/** Replicas whose lease writes hang while they are in `partitioned`, on `family`'s objects. */
+function familySim(family: Family, partitioned: Set<string>): ShardSim {
+  return new ShardSim((replica) => {
+    const lister = family.object(replica, PREFIX);
+    return new ObjectShardSpace({
+      kind: family.kind,
+      bucketUri: family.bucketUri,
+      prefix: PREFIX,
+      backendAt: (name) => cuttable(family.lease(replica, name), () => partitioned.has(replica)),
+      list: (prefix, signal) => lister.list(prefix, signal),
+      remove: (name, token, signal) => family.object(replica, name).delete(token, signal),
+    });
+  });
+}
+
 function objectFixture(sim: ShardSim, store: Store, partitioned: Set<string>): ShardFixture {
   const holder = (key: string): string | undefined => {
     const bytes = store.get(key);
@@ -79,31 +104,23 @@ describe("sharding on gcs_lease", () => {
     partitioned.clear();
     emu = new GcsEmulator({ buckets: [BUCKET] });
     await emu.start();
-    const sim = new ShardSim((replica) => {
-      const settings = {
-        bucket: BUCKET,
-        object_name: PREFIX,
-        endpoint_url: emu.url,
-        ...TIMING,
-        holder_id: replica,
-      };
-      const lister = new GcsBackend(settings, { configSection: "coordinate.gcs_lease" });
-      return new ObjectShardSpace({
+    const settings = (replica: string, object_name: string) => ({
+      bucket: BUCKET,
+      object_name,
+      endpoint_url: emu.url,
+      ...TIMING,
+      holder_id: replica,
+    });
+    const sim = familySim(
+      {
         kind: "gcs_lease",
         bucketUri: `gs://${BUCKET}`,
-        prefix: PREFIX,
-        backendAt: (object_name) =>
-          cuttable(gcsLeaseBackend({ ...settings, object_name }, { clock: new ManualClock() }), () =>
-            partitioned.has(replica),
-          ),
-        list: (prefix, signal) => lister.list(prefix, signal),
-        remove: (object_name, token, signal) =>
-          new GcsBackend({ ...settings, object_name }, { configSection: "coordinate.gcs_lease" }).delete(
-            token,
-            signal,
-          ),
-      });
-    });
+        lease: (replica, name) => gcsLeaseBackend(settings(replica, name), { clock: new ManualClock() }),
+        object: (replica, name) =>
+          new GcsBackend(settings(replica, name), { configSection: "coordinate.gcs_lease" }),
+      },
+      partitioned,
+    );
     fixture = objectFixture(
       sim,
       {
@@ -144,32 +161,24 @@ describe("sharding on azure_lease", () => {
     // A fresh container per test: no membership leases left over from the previous one.
     const container = `shards-${++n}`;
     emu.createContainer(container);
-    const sim = new ShardSim((replica) => {
-      const settings = {
-        container,
-        blob_name: PREFIX,
-        credential: "connection_string" as const,
-        connection_string: azuriteConnectionString(emu.url),
-        ...TIMING,
-        holder_id: replica,
-      };
-      const lister = new AzureBackend(settings, { configSection: "coordinate.azure_lease" });
-      return new ObjectShardSpace({
+    const settings = (replica: string, blob_name: string) => ({
+      container,
+      blob_name,
+      credential: "connection_string" as const,
+      connection_string: azuriteConnectionString(emu.url),
+      ...TIMING,
+      holder_id: replica,
+    });
+    const sim = familySim(
+      {
         kind: "azure_lease",
         bucketUri: `azure://${container}`,
-        prefix: PREFIX,
-        backendAt: (blob_name) =>
-          cuttable(azureLeaseBackend({ ...settings, blob_name }, { clock: new ManualClock() }), () =>
-            partitioned.has(replica),
-          ),
-        list: (prefix, signal) => lister.list(prefix, signal),
-        remove: (blob_name, token, signal) =>
-          new AzureBackend({ ...settings, blob_name }, { configSection: "coordinate.azure_lease" }).delete(
-            token,
-            signal,
-          ),
-      });
-    });
+        lease: (replica, name) => azureLeaseBackend(settings(replica, name), { clock: new ManualClock() }),
+        object: (replica, name) =>
+          new AzureBackend(settings(replica, name), { configSection: "coordinate.azure_lease" }),
+      },
+      partitioned,
+    );
     fixture = objectFixture(
       sim,
       {
