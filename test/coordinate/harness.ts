@@ -23,6 +23,20 @@ export interface WriteLog {
   ok: boolean;
 }
 
+/**
+ * Yields to the event loop until `busy()` has been false for three turns in a row: the lease calls
+ * answered on loopback have landed and nothing new started. Real sockets, so real (short) time.
+ */
+export async function settleLeaseCalls(busy: () => boolean): Promise<void> {
+  const started = performance.now();
+  let quiet = 0;
+  while (quiet < 3) {
+    await new Promise((resolve) => setImmediate(resolve));
+    quiet = busy() ? 0 : quiet + 1;
+    if (performance.now() - started > 10_000) throw new Error("lease calls did not settle within 10 s");
+  }
+}
+
 /** Counts calls in flight so the harness knows when a replica is parked on the clock. */
 export class TrackedBackend implements LeaseBackend {
   readonly kind: string;
@@ -221,15 +235,8 @@ export class Sim {
   }
 
   /** Waits until every replica that is not partitioned has no lease call in flight. */
-  async settle(): Promise<void> {
-    const started = performance.now();
-    let quiet = 0;
-    while (quiet < 3) {
-      await new Promise((resolve) => setImmediate(resolve));
-      const busy = this.replicas.some((r) => !r.backend.hanging && r.backend.inflight > 0);
-      quiet = busy ? 0 : quiet + 1;
-      if (performance.now() - started > 10_000) throw new Error("lease calls did not settle within 10 s");
-    }
+  settle(): Promise<void> {
+    return settleLeaseCalls(() => this.replicas.some((r) => !r.backend.hanging && r.backend.inflight > 0));
   }
 
   /** Advances virtual time in `stepMs` steps until `cond` holds; returns the virtual ms it took. */

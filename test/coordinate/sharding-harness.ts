@@ -12,7 +12,7 @@ import { ShardManager } from "../../src/coordinate/sharding/manager.ts";
 import type { ListedMember, ShardLeaseSpace } from "../../src/coordinate/sharding/space.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { MemoryStore } from "../support/fakes.ts";
-import { ReplicaClock } from "./harness.ts";
+import { ReplicaClock, settleLeaseCalls } from "./harness.ts";
 
 export const TTL = 30_000;
 export const RENEW = 10_000;
@@ -217,15 +217,8 @@ export class ShardSim {
     return replica;
   }
 
-  async settle(): Promise<void> {
-    const started = performance.now();
-    let quiet = 0;
-    while (quiet < 3) {
-      await new Promise((resolve) => setImmediate(resolve));
-      const busy = this.replicas.some((r) => !r.tracker.hanging && r.tracker.inflight > 0);
-      quiet = busy ? 0 : quiet + 1;
-      if (performance.now() - started > 10_000) throw new Error("lease calls did not settle within 10 s");
-    }
+  settle(): Promise<void> {
+    return settleLeaseCalls(() => this.replicas.some((r) => !r.tracker.hanging && r.tracker.inflight > 0));
   }
 
   async until(cond: () => boolean, what: string, maxMs = 5 * TTL, stepMs = 100): Promise<number> {
