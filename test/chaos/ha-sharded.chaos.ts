@@ -13,32 +13,12 @@ import { startLokiReceiver } from "../../src/sim/loki.ts";
 import { startSimOrg, type SimOrg } from "../../src/sim/salesforce/index.ts";
 import { K8sEmulator } from "../support/k8s-emulator.ts";
 import { tempDir } from "../support/tmp.ts";
-import { RENEW_MS, Replica, TTL_MS, eventually } from "./ha-support.ts";
+import { RENEW_MS, Replica, TTL_MS, eventually, kubeconfigFor } from "./ha-support.ts";
+import type { ShardingStatus as Sharding } from "./sharding-support.ts";
 
 const NS = "sf2loki";
 const NAME = "sf2loki-leader";
 const ORGS = ["acme", "globex", "initech", "umbrella", "hooli", "stark"];
-
-function kubeconfig(server: string, token: string): string {
-  return [
-    "apiVersion: v1",
-    "kind: Config",
-    "clusters:",
-    `- name: emu\n  cluster:\n    server: ${server}\n    insecure-skip-tls-verify: true`,
-    "users:",
-    `- name: replica\n  user:\n    token: ${token}`,
-    "contexts:",
-    "- name: emu\n  context:\n    cluster: emu\n    user: replica",
-    "current-context: emu",
-  ].join("\n");
-}
-
-interface Sharding {
-  replica: string;
-  members: string[];
-  fair_share: number;
-  shards: { org: string; epoch: number; since: string }[];
-}
 
 async function sharding(r: Replica): Promise<Sharding | undefined> {
   try {
@@ -89,7 +69,7 @@ test("3 sharded daemons x 6 orgs: split 2/2/2, kill -9 moves within ttl + renew,
   });
   const spawn = (name: string): Replica => {
     const kc = join(dir, `kubeconfig-${name}.yaml`);
-    writeFileSync(kc, kubeconfig(emu.url, `token-${name}`));
+    writeFileSync(kc, kubeconfigFor(emu.url, `token-${name}`));
     const config = join(dir, `${name}.yaml`);
     writeFileSync(
       config,

@@ -696,7 +696,7 @@ async function leaseFileChanged(path: string): Promise<void> {
 }
 
 /** The emulator tells replicas apart by their bearer token (its partition fault holds one token's writes). */
-function kubeconfigFor(server: string, token: string): string {
+export function kubeconfigFor(server: string, token: string): string {
   return [
     "apiVersion: v1",
     "kind: Config",

@@ -21,7 +21,7 @@ import {
   s3LeaseWrites,
   type ShardLeaseWrite,
 } from "../support/shard-history.ts";
-import { RENEW_MS, Replica, TTL_MS, waitFor } from "./ha-support.ts";
+import { RENEW_MS, Replica, TTL_MS, kubeconfigFor, waitFor } from "./ha-support.ts";
 
 export { RENEW_MS, TTL_MS };
 
@@ -173,18 +173,7 @@ export class ShardRig {
 
   #kubeconfig(name: string): string {
     const path = join(this.#dir, `kubeconfig-${name}.yaml`);
-    const server = this.k8s?.url ?? "";
-    writeFileSync(
-      path,
-      [
-        "apiVersion: v1",
-        "kind: Config",
-        `clusters:\n- name: emu\n  cluster:\n    server: ${server}\n    insecure-skip-tls-verify: true`,
-        `users:\n- name: replica\n  user:\n    token: token-${name}`,
-        "contexts:\n- name: emu\n  context:\n    cluster: emu\n    user: replica",
-        "current-context: emu",
-      ].join("\n"),
-    );
+    writeFileSync(path, kubeconfigFor(this.k8s?.url ?? "", `token-${name}`));
     return path;
   }
 
