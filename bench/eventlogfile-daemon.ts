@@ -14,10 +14,11 @@
 // The measured process imports only what a daemon imports (the org and receiver code loads in the
 // helper roles), but it runs the TypeScript sources: Node's type stripper adds ~30 MiB of RSS that the
 // compiled image (dist/) does not carry; `baseline_rss_mib` is the process before the run.
+import { forkRole, readBody } from "./roles.ts";
 import { mib, startMeasure } from "./measure.ts";
 import { fork, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type IncomingMessage } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -52,20 +53,6 @@ export interface ReceiverStats {
   pushes: number;
 }
 
-/** Forks this file in a helper role and waits for the first message it sends. */
-async function child(args: string[]): Promise<{ child: ChildProcess; ready: unknown }> {
-  // execArgv: [] keeps the measured process's V8 flags off the helpers.
-  const proc = fork(HERE, args, { execArgv: [], stdio: ["ignore", "inherit", "inherit", "ipc"] });
-  const ready = await new Promise<unknown>((resolve, reject) => {
-    proc.once("message", resolve);
-    proc.once("error", reject);
-    proc.once("exit", (code) => {
-      reject(new Error(`bench helper ${args.join(" ")} exited with ${code}`));
-    });
-  });
-  return { child: proc, ready };
-}
-
 /** The simulated org holding one API file of `rows` rows, created 10 minutes ago (past the settle window). */
 async function serveOrg(rows: number): Promise<void> {
   const [{ startSimOrg }, { simSalesforceConfig }] = await Promise.all([
@@ -77,12 +64,6 @@ async function serveOrg(rows: number): Promise<void> {
   process.once("disconnect", () => {
     void org.stop().then(() => process.exit(0));
   });
-}
-
-async function readBody(req: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
-  return Buffer.concat(chunks);
 }
 
 /**
@@ -147,8 +128,8 @@ export interface DrainRig {
 
 /** Shared with bench/backfill.ts, so the daemon and the backfill meet identical peers and config. */
 export async function startDrainRig(rows: number): Promise<DrainRig> {
-  const org = await child(["--org", String(rows)]);
-  const receiver = await child(["--receiver", String(rows)]);
+  const org = await forkRole(HERE, ["--org", String(rows)]);
+  const receiver = await forkRole(HERE, ["--receiver", String(rows)]);
   const { salesforce } = org.ready as { salesforce: Record<string, unknown> };
   const { url } = receiver.ready as { url: string };
   const dir = mkdtempSync(join(tmpdir(), "sf2loki-bench-"));
@@ -160,10 +141,10 @@ export async function startDrainRig(rows: number): Promise<DrainRig> {
   });
   return {
     config,
-    receiver: receiver.child,
+    receiver: receiver.proc,
     close: () => {
-      org.child.disconnect();
-      receiver.child.disconnect();
+      org.proc.disconnect();
+      receiver.proc.disconnect();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -8,9 +8,10 @@
 // Usage: node bench/pubsub-steady.ts [seconds=60] [rate=5000] [--dist]    one JSON line on stdout
 //   --dist: run the compiled build (`npm run build` first) with the daemon's V8 flags, as the image
 //           does; without it, bin/sf2loki.js on the TypeScript sources (+~30 MiB of type stripping).
-import { fork, spawn, type ChildProcess } from "node:child_process";
+import { forkRole, readBody } from "./roles.ts";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type IncomingMessage } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,18 +28,6 @@ const ENTRY = DIST
 const SECRET = "bench-secret";
 const TOPICS = ["/event/LoginEventStream", "/event/ApiEventStream", "/event/LightningUriEventStream"];
 const TICK_MS = 100;
-
-async function child(args: string[]): Promise<{ proc: ChildProcess; ready: unknown }> {
-  const proc = fork(HERE, args, { execArgv: [], stdio: ["ignore", "inherit", "inherit", "ipc"] });
-  const ready = await new Promise<unknown>((resolve, reject) => {
-    proc.once("message", resolve);
-    proc.once("error", reject);
-    proc.once("exit", (code) => {
-      reject(new Error(`bench helper ${args.join(" ")} exited with ${code}`));
-    });
-  });
-  return { proc, ready };
-}
 
 /** The org: three empty topics, then `rate` events/s published in 100 ms ticks, round-robin. */
 async function serveOrg(rate: number): Promise<void> {
@@ -62,12 +51,6 @@ async function serveOrg(rate: number): Promise<void> {
     clearInterval(ticker);
     void org.stop().then(() => process.exit(0));
   });
-}
-
-async function readBody(req: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
-  return Buffer.concat(chunks);
 }
 
 /** A Loki push endpoint that decodes every body and counts entries. */
@@ -117,8 +100,8 @@ function cpuSeconds(pid: number): number {
 }
 
 async function main(seconds: number, rate: number): Promise<void> {
-  const org = await child(["--org", String(rate)]);
-  const receiver = await child(["--receiver"]);
+  const org = await forkRole(HERE, ["--org", String(rate)]);
+  const receiver = await forkRole(HERE, ["--receiver"]);
   const { salesforce, pubsubEndpoint } = org.ready as { salesforce: unknown; pubsubEndpoint: string };
   const { url } = receiver.ready as { url: string };
   const dir = mkdtempSync(join(tmpdir(), "sf2loki-bench-"));
