@@ -45,8 +45,10 @@ export class LazyBackend implements ObjectBackend {
     return this.#backend?.classify(err) ?? "other";
   }
 
-  close(): Promise<void> {
-    return this.#backend?.close() ?? Promise.resolve();
+  /** Also closes a backend whose load was still in flight: its client must not outlive the store. */
+  async close(): Promise<void> {
+    const backend = this.#backend ?? (await this.#loading?.catch(() => undefined));
+    await backend?.close();
   }
 
   #loaded(): Promise<ObjectBackend> {
