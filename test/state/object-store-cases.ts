@@ -261,7 +261,18 @@ export function objectStoreCases(makeHarness: HarnessFactory): void {
     const store = h.store({ clock });
     h.emulator.inject(h.writes, faults.slowDown(), Infinity);
     const pending = store.commit("k1", "v1");
-    while (clock.sleeps.length === 0) await new Promise((r) => setImmediate(r));
+    // Bounded: a commit that ends without ever backing off (the server gone) fails here, never spins.
+    const commit = { ended: false };
+    pending.then(
+      () => (commit.ended = true),
+      () => (commit.ended = true),
+    );
+    const deadline = performance.now() + 10_000;
+    while (clock.sleeps.length === 0) {
+      if (commit.ended) assert.fail("the commit ended before any retry backoff");
+      if (performance.now() > deadline) assert.fail("no retry backoff within 10 s");
+      await new Promise((r) => setImmediate(r));
+    }
     await store.close();
     await assert.rejects(
       pending,
