@@ -104,6 +104,7 @@ class ShardedApp implements App {
         // store, and two shards' gauges under one label set would overwrite each other.
         meter: orgMeter(metrics.meter, name),
         coordinator: this.#manager.coordinator(name),
+        deadLetterState: config.state,
         ...(deps.sink ? { sink: deps.sink } : {}),
         ...(deps.pollOnce ? { pollOnce: true } : {}),
       });
@@ -167,6 +168,8 @@ class ShardedApp implements App {
       not_ready_reason: this.#notReady() ?? null,
       coordinator: { type: this.#config.coordinate.type, sharding: true },
       sharding: this.#manager.status(),
+      // Every shard writes the deployment's one dead-letter store; any shard's keeper describes it.
+      deadletter: [...this.#shards.values()][0]?.graph.deadLetters?.status() ?? { enabled: false },
       orgs: [...this.#shards.values()].map((s) => ({
         name: s.org.name || "<single-org>",
         shard: s.name,
@@ -265,7 +268,10 @@ class ShardedApp implements App {
     const { graph } = shard;
     const log = this.#log.child({ shard: shard.name });
     const limits = Promise.all(
-      graph.orgs.flatMap((o) => (o.limits ? [o.limits.run(abort.signal)] : [])),
+      graph.orgs
+        .flatMap((o) => (o.limits ? [o.limits.run(abort.signal)] : []))
+        // The dead-letter gauges and a note when letters are waiting; never rejects, ends with the term.
+        .concat(graph.deadLetters ? [graph.deadLetters.survey(abort.signal)] : []),
     ).then(() => undefined);
     const run = async (): Promise<void> => {
       if (!(await this.#claim(shard, abort.signal, log))) return;
@@ -407,6 +413,7 @@ class ShardedApp implements App {
           () => Promise.all(s.graph.orgs.map((o) => o.rest.close())).then(() => undefined),
         ],
         [`state store of ${s.name}`, () => s.graph.store.close()],
+        [`dead-letter store of ${s.name}`, () => s.graph.deadLetters?.store.close() ?? Promise.resolve()],
       );
     }
     steps.push(

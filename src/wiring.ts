@@ -41,6 +41,11 @@ export interface WiringDeps {
   /** Replaces the configured coordinator (tests drive leadership by hand); fence wiring still applies. */
   coordinator?: BuiltCoordinator;
   /**
+   * Where dead letters live when it is not next to `config.state`: a shard's graph writes its own
+   * checkpoint document but the deployment's one dead-letter store, the one `sf2loki deadletter` reads.
+   */
+  deadLetterState?: Config["state"];
+  /**
    * Polling sources run one cycle and end (tests, benchmarks, one-shot catch-ups). With no Pub/Sub
    * topic configured the pipeline run then ends on its own: a clean finite run.
    */
@@ -134,7 +139,7 @@ export function buildGraph(config: Config, deps: WiringDeps = {}): Graph {
   // Dead letters follow the checkpoints: same backend, same credentials, same fence (only the leader writes).
   const deadLetters = config.deadletter.enabled
     ? new DeadLetterKeeper({
-        store: buildDeadLetterStore(config.state, config.deadletter, clock),
+        store: buildDeadLetterStore(deps.deadLetterState ?? config.state, config.deadletter, clock),
         ...common,
         ...(config.coordinate.type !== "noop" || deps.coordinator
           ? { fence: () => coordinator.checkFence() }

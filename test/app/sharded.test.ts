@@ -12,6 +12,7 @@ import { validateConfig } from "../../src/config/load.ts";
 import { leaseApiFor } from "../../src/coordinate/k8s-lease/client.ts";
 import { leaseListFor } from "../../src/coordinate/k8s-lease/list-client.ts";
 import { K8sShardSpace } from "../../src/coordinate/sharding/k8s-space.ts";
+import { deadLetterDirectory, FileDeadLetterStore } from "../../src/deadletter/file-store.ts";
 import { pollingSources, simSalesforceConfig } from "../../src/sim/demo-polling.ts";
 import { DEMO_SECRET } from "../../src/sim/demo-world.ts";
 import { startLokiReceiver } from "../../src/sim/loki.ts";
@@ -20,6 +21,7 @@ import { K8sEmulator } from "../support/k8s-emulator.ts";
 import { captureLogger } from "../state/helpers/capture-logger.ts";
 import { startTwoOrgs } from "../support/two-orgs.ts";
 import { tempDir } from "../support/tmp.ts";
+import { systemClock } from "../../src/util/clock.ts";
 
 const NS = "sf2loki";
 const NAME = "sf2loki-leader";
@@ -261,4 +263,58 @@ test("one daemon, two orgs: losing one shard stops that org's pipeline only, and
     ["releasing shard: draining and committing, then releasing its lease"],
   );
   assert.ok(stops.some((l) => orgOf(l) === "prod" && l.msg === "shard lost: its pipeline stops"));
+});
+
+test("a sharded daemon keeps every shard's dead letters in the deployment's one store, the one the CLI reads", async (t) => {
+  const emu = await K8sEmulator.start();
+  t.after(() => emu.close());
+  const loki = await startLokiReceiver();
+  t.after(() => loki.stop());
+  loki.faults.rejectLinesContaining("{"); // every JSON line is refused for good
+  const orgs: Record<string, SimOrg> = await startTwoOrgs(t, {
+    topics: [],
+    eventsPerTopic: 0,
+    polling: { objects: { LoginEvent: { records: 3 } } },
+  });
+  const statePath = join(tempDir(), "state.json");
+  const config = validateConfig({
+    orgs: Object.entries(orgs).map(([name, org]) => ({
+      name,
+      salesforce: simSalesforceConfig(org, DEMO_SECRET),
+      sources: pollingSources(org.rest.data),
+    })),
+    sink: { loki: { url: loki.pushUrl, batch: { flush_interval: "50ms" } } },
+    state: { file: { path: statePath } },
+    coordinate: {
+      type: "k8s_lease",
+      k8s_lease: { namespace: NS, name: NAME, lease_duration: "3s", renew_interval: "1s" },
+      sharding: { enabled: true },
+    },
+  });
+  const app = createApp(config, {
+    pollOnce: true,
+    healthAddr: "127.0.0.1:0",
+    shardSpace: space(emu, "solo"),
+    host: { hostname: "solo", pid: 1, env: { HOSTNAME: "solo" } },
+  });
+  const stop = new AbortController();
+  const running = app.run(stop.signal);
+  // Where `sf2loki deadletter` looks with this config: next to the configured state, not a shard's.
+  const store = new FileDeadLetterStore(
+    deadLetterDirectory(statePath),
+    { maxBytes: 1 << 20, maxEntries: 0 },
+    systemClock,
+  );
+  const keptOrgs = async (): Promise<string[]> =>
+    [...new Set((await store.list(new AbortController().signal)).map((r) => r.org ?? ""))].sort();
+  try {
+    await until(async () => (await keptOrgs()).join() === "emea,prod", "both shards' letters kept");
+    const status = (await (await fetch(`${app.healthUrl()!}/statusz`)).json()) as {
+      deadletter: { location: string };
+    };
+    assert.equal(status.deadletter.location, deadLetterDirectory(statePath));
+  } finally {
+    stop.abort();
+    await running;
+  }
 });
