@@ -10,7 +10,7 @@ import { errnoCode, nodeStateFs } from "../state/state-fs.ts";
 import { Mutex } from "../util/mutex.ts";
 import type { Clock } from "../util/clock.ts";
 import { withDirectoryLock } from "./file-lock.ts";
-import { applyChanges, decodeRecords, encodeRecords } from "./record.ts";
+import { applyChanges, decodeRecords, encodeRecords, usageOf } from "./record.ts";
 import type {
   AppendOutcome,
   DeadLetterBounds,
@@ -158,7 +158,7 @@ export class FileDeadLetterStore implements DeadLetterStore {
   async #evict(segments: Segment[]): Promise<number> {
     let evicted = 0;
     const over = (): boolean => {
-      const { bytes, entries } = sum(segments);
+      const { bytes, entries } = usageOf(segments);
       return (
         bytes > this.#bounds.maxBytes || (this.#bounds.maxEntries > 0 && entries > this.#bounds.maxEntries)
       );
@@ -208,19 +208,9 @@ export class FileDeadLetterStore implements DeadLetterStore {
   }
 
   #tally(segments: readonly Segment[]): DeadLetterUsage {
-    this.#usage = sum(segments);
+    this.#usage = usageOf(segments);
     return this.#usage;
   }
-}
-
-function sum(segments: readonly Segment[]): DeadLetterUsage {
-  let bytes = 0;
-  let entries = 0;
-  for (const s of segments) {
-    bytes += s.bytes;
-    entries += s.entries;
-  }
-  return { bytes, entries };
 }
 
 /** One write and an fsync: the letters are on disk before the checkpoint moves past them. */

@@ -6,7 +6,7 @@
 import type { Clock } from "../util/clock.ts";
 import { Mutex } from "../util/mutex.ts";
 import type { FolderObject, ObjectFolder } from "./object-folder.ts";
-import { applyChanges, decodeRecords, encodeRecords } from "./record.ts";
+import { applyChanges, decodeRecords, encodeRecords, usageOf } from "./record.ts";
 import type {
   AppendOutcome,
   DeadLetterBounds,
@@ -68,7 +68,7 @@ export class ObjectDeadLetterStore implements DeadLetterStore {
   }
 
   refresh(signal: AbortSignal): Promise<DeadLetterUsage> {
-    return this.#mutex.run(async () => sum(await this.#relist(signal)));
+    return this.#mutex.run(async () => usageOf(await this.#relist(signal)));
   }
 
   list(signal: AbortSignal): Promise<DeadLetterRecord[]> {
@@ -120,7 +120,7 @@ export class ObjectDeadLetterStore implements DeadLetterStore {
   }
 
   #over(held: readonly Held[]): boolean {
-    const { bytes, entries } = sum(held);
+    const { bytes, entries } = usageOf(held);
     return (
       bytes > this.#bounds.maxBytes || (this.#bounds.maxEntries > 0 && entries > this.#bounds.maxEntries)
     );
@@ -147,7 +147,7 @@ export class ObjectDeadLetterStore implements DeadLetterStore {
   }
 
   #tally(held: readonly Held[]): DeadLetterUsage {
-    this.#usage = sum(held);
+    this.#usage = usageOf(held);
     return this.#usage;
   }
 }
@@ -166,16 +166,6 @@ function parse(o: FolderObject): Held[] {
 
 function byName(a: Held, b: Held): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
-}
-
-function sum(held: readonly Held[]): DeadLetterUsage {
-  let bytes = 0;
-  let entries = 0;
-  for (const h of held) {
-    bytes += h.bytes;
-    entries += h.entries;
-  }
-  return { bytes, entries };
 }
 
 async function mapLimited<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {

@@ -2,7 +2,7 @@
 // backend, so a file segment and an object hold the same lines and `jq` reads both.
 import type { DeadLetterGroup } from "../pipeline/dead-letters.ts";
 import type { Clock } from "../util/clock.ts";
-import type { DeadLetterRecord } from "./types.ts";
+import type { DeadLetterRecord, DeadLetterUsage } from "./types.ts";
 
 /**
  * `<ms since epoch, base 36, 9 digits>-<8 hex random>-<index in group>`: ids sort by the time they
@@ -90,4 +90,15 @@ export function applyChanges(
     kept.push(next ?? r);
   }
   return { kept, removed, changed: removed + replaced > 0 };
+}
+
+/** What a store holds, summed over its units (file segments or objects). */
+export function usageOf(units: readonly DeadLetterUsage[]): DeadLetterUsage {
+  let bytes = 0;
+  let entries = 0;
+  for (const u of units) {
+    bytes += u.bytes;
+    entries += u.entries;
+  }
+  return { bytes, entries };
 }
