@@ -4,6 +4,7 @@
 // /readyz standby) and drains second (#17); a checkpoint store outage is retried in place, never fatal.
 
 import type { Config } from "./config/schema.ts";
+import { closeInOrder, graphCloseSteps } from "./close-steps.ts";
 import { describeError } from "./errors.ts";
 import { startHealthServer, type HealthServer } from "./obs/health.ts";
 import { silentLogger, type Logger } from "./obs/logger.ts";
@@ -491,23 +492,13 @@ class RunningApp implements App {
 
   async #close(): Promise<void> {
     this.#notReady = "not ready";
-    const steps: [string, () => Promise<void>][] = [
-      ["sink", () => Promise.all(this.graph.destinations.map((d) => d.sink.close())).then(() => undefined)],
+    await closeInOrder(
       [
-        "salesforce clients",
-        () => Promise.all(this.graph.orgs.map((o) => o.rest.close())).then(() => undefined),
+        ...graphCloseSteps(this.graph),
+        ["health server", () => this.#health?.close() ?? Promise.resolve()],
+        ["metrics", () => this.#metrics.shutdown()],
       ],
-      ["state store", () => this.graph.store.close()],
-      ["dead-letter store", () => this.graph.deadLetters?.store.close() ?? Promise.resolve()],
-      ["health server", () => this.#health?.close() ?? Promise.resolve()],
-      ["metrics", () => this.#metrics.shutdown()],
-    ];
-    for (const [what, step] of steps) {
-      try {
-        await step();
-      } catch (err) {
-        this.#log.warn({ err: describeError(err) }, `closing ${what} failed`);
-      }
-    }
+      this.#log,
+    );
   }
 }

@@ -11,6 +11,7 @@ import type { LossReason } from "./coordinate/coordinator.ts";
 import { buildShardManager } from "./coordinate/sharding/build.ts";
 import type { ShardManager } from "./coordinate/sharding/manager.ts";
 import { BUDGET_KEY } from "./egress/budget.ts";
+import { closeInOrder, graphCloseSteps } from "./close-steps.ts";
 import { describeError } from "./errors.ts";
 import type { Labels } from "./model.ts";
 import { startHealthServer, type HealthServer } from "./obs/health.ts";
@@ -401,32 +402,14 @@ class ShardedApp implements App {
 
   async #close(): Promise<void> {
     this.#closing = true;
-    const steps: [string, () => Promise<void>][] = [];
-    for (const s of this.#shards.values()) {
-      steps.push(
-        [
-          `sinks of ${s.name}`,
-          () => Promise.all(s.graph.destinations.map((d) => d.sink.close())).then(() => undefined),
-        ],
-        [
-          `salesforce client of ${s.name}`,
-          () => Promise.all(s.graph.orgs.map((o) => o.rest.close())).then(() => undefined),
-        ],
-        [`state store of ${s.name}`, () => s.graph.store.close()],
-        [`dead-letter store of ${s.name}`, () => s.graph.deadLetters?.store.close() ?? Promise.resolve()],
-      );
-    }
-    steps.push(
-      ["shared state store", () => this.#shared.close()],
-      ["health server", () => this.#health?.close() ?? Promise.resolve()],
-      ["metrics", () => this.#metrics.shutdown()],
+    await closeInOrder(
+      [
+        ...[...this.#shards.values()].flatMap((s) => graphCloseSteps(s.graph, s.name)),
+        ["shared state store", () => this.#shared.close()],
+        ["health server", () => this.#health?.close() ?? Promise.resolve()],
+        ["metrics", () => this.#metrics.shutdown()],
+      ],
+      this.#log,
     );
-    for (const [what, step] of steps) {
-      try {
-        await step();
-      } catch (err) {
-        this.#log.warn({ err: describeError(err) }, `closing ${what} failed`);
-      }
-    }
   }
 }
