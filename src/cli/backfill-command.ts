@@ -7,6 +7,7 @@ import { parsePlan, type BackfillFlags } from "../backfill/options.ts";
 import { StateFileLockError } from "../state/errors.ts";
 import { systemClock } from "../util/clock.ts";
 import { EXIT_FAILURE, EXIT_OK, reportError, type CliIO } from "./exit.ts";
+import { stopOnSignals } from "./stop-signal.ts";
 
 const LOCK_ADVICE =
   "another backfill with this config holds its checkpoint document; let it finish, then rerun this command to resume";
@@ -28,12 +29,7 @@ export function backfillCommand(io: CliIO, setExit: (code: number) => void): Com
     .option("--dry-run", "list the files and count the rows/bytes it would push; push and commit nothing")
     .action(async function (this: Command) {
       const flags = this.optsWithGlobals<BackfillFlags & { config?: string }>();
-      const stop = new AbortController();
-      const onSignal = (): void => {
-        stop.abort();
-      };
-      process.once("SIGINT", onSignal);
-      process.once("SIGTERM", onSignal);
+      const stop = stopOnSignals();
       try {
         const plan = parsePlan(flags);
         const config = await loadConfig(flags.config, io.env);
@@ -51,8 +47,7 @@ export function backfillCommand(io: CliIO, setExit: (code: number) => void): Com
         setExit(reportError(err, io));
         if (err instanceof StateFileLockError) io.stderr(`sf2loki: ${LOCK_ADVICE}\n`);
       } finally {
-        process.removeListener("SIGINT", onSignal);
-        process.removeListener("SIGTERM", onSignal);
+        stop.dispose();
       }
     });
 }

@@ -18,6 +18,7 @@ import { systemClock, type Clock } from "../util/clock.ts";
 import { buildGraph, type DestinationWiring, type Graph } from "../wiring.ts";
 import { UsageError } from "./config-command.ts";
 import { EXIT_OK, reportError, type CliIO } from "./exit.ts";
+import { stopOnSignals } from "./stop-signal.ts";
 
 interface Globals {
   config?: string;
@@ -251,12 +252,7 @@ async function replayTo(
 ): Promise<void> {
   // The daemon's sinks and governors, built by the same wiring; nothing else of the graph is started.
   const graph = buildGraph(config, { clock });
-  const stop = new AbortController();
-  const onSignal = (): void => {
-    stop.abort();
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+  const stop = stopOnSignals();
   try {
     if (graph.destinations.some((d) => d.egress)) {
       // Today's budget counts, read without a lock (the daemon may be running); replayed bytes count
@@ -292,8 +288,7 @@ async function replayTo(
       );
     }
   } finally {
-    process.removeListener("SIGINT", onSignal);
-    process.removeListener("SIGTERM", onSignal);
+    stop.dispose();
     await Promise.allSettled([
       ...graph.destinations.map((d) => d.sink.close()),
       graph.store.close(),
