@@ -143,8 +143,13 @@ export function checkLimits(entries: readonly LogEntry[], limits: LokiLimits, no
     const meta = entry.structuredMetadata;
     const metaNames = Object.keys(meta);
     if (metaNames.length > 0) {
-      let metaBytes = 0;
-      for (const k of metaNames) metaBytes += utf8(k) + utf8(meta[k]!);
+      // A UTF-16 unit is at most 3 UTF-8 bytes: only metadata that could break the limit is measured.
+      let chars = 0;
+      for (const k of metaNames) chars += k.length + meta[k]!.length;
+      const metaBytes =
+        limits.max_structured_metadata_size > 0 && chars * 3 > limits.max_structured_metadata_size
+          ? metaNames.reduce((n, k) => n + utf8(k) + utf8(meta[k]!), 0)
+          : chars;
       if (limits.max_structured_metadata_size > 0 && metaBytes > limits.max_structured_metadata_size) {
         refuse(
           entry,
