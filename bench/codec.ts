@@ -16,6 +16,12 @@ import { encodeRequestSync } from "../src/sinks/loki/request.ts";
  */
 const BASE_MS = (Math.floor(Date.now() / 3_600_000) - 1) * 3_600_000;
 
+/**
+ * Entries per item the benches' sources yield into the pipeline: what one Pub/Sub fetch response
+ * (≤ 100 events) or one CSV network chunk brings, as the real sources yield them.
+ */
+export const SOURCE_RUN = 100;
+
 /** Entries shaped like the Python benchmark's corpus: ~280-byte JSON lines, ApiEvent rows. */
 export function makeCorpus(n: number): LogEntry[] {
   const out: LogEntry[] = new Array<LogEntry>(n);

@@ -22,6 +22,7 @@ import { RestClient } from "../src/salesforce/rest.ts";
 import { elfFile, startSimRest } from "../src/sim/salesforce-rest/index.ts";
 import { EventLogFileSource } from "../src/sources/eventlogfile/source.ts";
 import { ELF_DEFAULTS } from "../src/sources/eventlogfile/settings.ts";
+import { eachEntry } from "../src/sources/source.ts";
 import { daemonRunInChild, type DaemonDrainFigures } from "./eventlogfile-daemon.ts";
 
 const HERE = fileURLToPath(import.meta.url);
@@ -98,9 +99,8 @@ export async function benchEventLogFileDrain(
     const rssByQuarter: number[] = [];
     const measure = startMeasure();
     let n = 0;
-    for await (const entry of source.events(
-      { load: () => Promise.resolve(undefined) },
-      new AbortController().signal,
+    for await (const entry of eachEntry(
+      source.events({ load: () => Promise.resolve(undefined) }, new AbortController().signal),
     )) {
       if (entry.checkpointOnly) continue;
       onEntry(entry);

@@ -9,8 +9,9 @@ import { LogEntry, msToNs } from "../src/model.ts";
 import { Pipeline } from "../src/pipeline/pipeline.ts";
 import { DEFAULT_BATCH_SETTINGS, type BatchSettings } from "../src/pipeline/settings.ts";
 import type { PushResult, Sink } from "../src/sinks/sink.ts";
-import type { Source } from "../src/sources/source.ts";
+import { eachEntry, type Source } from "../src/sources/source.ts";
 import type { CheckpointStore } from "../src/state/store.ts";
+import { SOURCE_RUN } from "./codec.ts";
 
 /** The §7 settings: 1000-entry / 4 MB batches, 1 s interval, 10 000 entries / 256 MiB per lane. */
 const BENCH_SETTINGS: BatchSettings = {
@@ -61,7 +62,7 @@ function floodSource(entries: readonly LogEntry[]): Source {
     name: "eventlog_objects",
     // eslint-disable-next-line @typescript-eslint/require-await -- a flooding source never waits
     async *events() {
-      for (const entry of entries) yield entry;
+      for (let i = 0; i < entries.length; i += SOURCE_RUN) yield entries.slice(i, i + SOURCE_RUN);
     },
   };
 }
@@ -70,7 +71,7 @@ function floodSource(entries: readonly LogEntry[]): Source {
 async function drain(entries: readonly LogEntry[]): Promise<number> {
   let n = 0;
   const reader = { load: () => Promise.resolve(undefined) };
-  for await (const _ of floodSource(entries).events(reader, new AbortController().signal)) n++;
+  for await (const _ of eachEntry(floodSource(entries).events(reader, new AbortController().signal))) n++;
   return n;
 }
 

@@ -23,7 +23,7 @@ import { createLokiSink } from "../src/sinks/loki/sink.ts";
 import type { Sink } from "../src/sinks/sink.ts";
 import { PUSH_PATH, startLokiReceiver } from "../src/sim/loki.ts";
 import { MemoryStore, ScriptedSource } from "../test/support/fakes.ts";
-import { makeCorpus } from "./codec.ts";
+import { makeCorpus, SOURCE_RUN } from "./codec.ts";
 import { timedWindow, total } from "./sample.ts";
 
 /**
@@ -245,7 +245,7 @@ function buildRig(entries: Iterable<LogEntry>, pushUrl: string, batch: BatchSett
   });
   const store = new MemoryStore();
   const pipeline = new Pipeline({
-    sources: [new ScriptedSource("eventlog_objects", entries)],
+    sources: [new ScriptedSource("eventlog_objects", entries, { runSize: SOURCE_RUN })],
     sink,
     store,
     batch,

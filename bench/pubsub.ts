@@ -23,6 +23,7 @@ import { TokenProvider } from "../src/salesforce/auth.ts";
 import { PubSubClient } from "../src/salesforce/pubsub/client.ts";
 import { simSalesforceSettings, startSimOrg, type SimOrg } from "../src/sim/salesforce/index.ts";
 import { PubSubSource } from "../src/sources/pubsub/source.ts";
+import { eachEntry } from "../src/sources/source.ts";
 import { median, timedWindow, total } from "./sample.ts";
 
 // avro-js 1.12.2 (the reference's Avro library) requires `underscore` from a deprecated validator it
@@ -133,7 +134,7 @@ async function oursSource(sim: SimOrg, certPem: string): Promise<{ ms: number }>
   const ac = new AbortController();
   const start = performance.now();
   let n = 0;
-  for await (const entry of source.events({ load: () => Promise.resolve(undefined) }, ac.signal)) {
+  for await (const entry of eachEntry(source.events({ load: () => Promise.resolve(undefined) }, ac.signal))) {
     if (!entry.checkpointOnly && ++n === EVENTS) break;
   }
   const ms = performance.now() - start;

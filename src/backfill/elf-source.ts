@@ -10,7 +10,7 @@ import type { ListedFile } from "../salesforce/eventlogfile/listing.ts";
 import { Channel } from "../sources/eventlogfile/channel.ts";
 import { ElfFileShaper, type ElfShapeOptions } from "../sources/eventlogfile/shape.ts";
 import type { EventLogFileTypeSettings } from "../sources/eventlogfile/settings.ts";
-import type { CheckpointReader, Source } from "../sources/source.ts";
+import type { CheckpointReader, Source, SourceItem } from "../sources/source.ts";
 import { advance, parseCursor, serialiseCursor, type BackfillCursor } from "./checkpoint.ts";
 import type { BackfillContext } from "./context.ts";
 import { pendingFiles } from "./listing.ts";
@@ -41,11 +41,11 @@ export class BackfillElfSource implements Source {
     this.#types = types;
   }
 
-  async *events(state: CheckpointReader, signal: AbortSignal): AsyncGenerator<LogEntry> {
+  async *events(state: CheckpointReader, signal: AbortSignal): AsyncGenerator<SourceItem> {
     for (const type of this.#types) {
       if (signal.aborted) return;
-      // Batches from the type, entries from here: one generator hop per row, as in the daemon's source.
-      for await (const batch of this.#type(type, state, signal)) yield* batch;
+      // One run per network chunk's rows, as in the daemon's source.
+      yield* this.#type(type, state, signal);
     }
   }
 

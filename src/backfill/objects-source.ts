@@ -5,7 +5,7 @@ import { LogEntry } from "../model.ts";
 import type { ResolvedOrg } from "../config/orgs.ts";
 import { EventLogObjectsSource } from "../sources/eventlog-objects/source.ts";
 import { OBJECT_DEFAULTS } from "../sources/eventlog-objects/settings.ts";
-import type { CheckpointReader, Source } from "../sources/source.ts";
+import { eachEntry, type CheckpointReader, type Source } from "../sources/source.ts";
 import type { OrgWiring } from "../wiring.ts";
 import { BackfillKeys, type BackfillContext } from "./context.ts";
 
@@ -55,7 +55,7 @@ class BackfillObjects implements Source {
     };
     const untilNs =
       this.#c.plan.untilMs === undefined ? undefined : BigInt(this.#c.plan.untilMs) * 1_000_000n;
-    for await (const entry of this.#inner.events(view, signal)) {
+    for await (const entry of eachEntry(this.#inner.events(view, signal))) {
       const token = {
         key: this.#keys.key(this.#objectOf(entry.checkpoint.key)),
         value: entry.checkpoint.value,

@@ -10,7 +10,7 @@ import type { DeadLetterSink } from "../pipeline/dead-letters.ts";
 import { Pipeline } from "../pipeline/pipeline.ts";
 import { EventLogFileClient } from "../salesforce/eventlogfile/client.ts";
 import { pollingKit } from "../sources/shaping/deps.ts";
-import type { Source } from "../sources/source.ts";
+import { eachEntry, type Source } from "../sources/source.ts";
 import type { CheckpointStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { buildGraph, type OrgWiring } from "../wiring.ts";
@@ -235,7 +235,7 @@ async function dryRun(
   const reader = buildStore(backfillStateSettings(config.state), { exclusiveLock: false, clock });
   try {
     for (const source of sources) {
-      for await (const e of source.events(reader, signal)) {
+      for await (const e of eachEntry(source.events(reader, signal))) {
         if (e.checkpointOnly) continue;
         sink.rowsPushed++;
         sink.bytesPushed += e.lineBytes;

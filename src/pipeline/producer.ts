@@ -1,8 +1,8 @@
-// One producer per source (spec B §2.4): pull an entry, stamp static labels and ingest metrics on
-// real entries, charge its cost, enqueue. The next entry is pulled only after the previous one was
-// admitted, so a full lane stops the source itself. On a normal end an end-of-stream marker follows.
+// One producer per source (spec B §2.4): pull an entry (or a run of them), stamp static labels and
+// ingest metrics on real entries, charge its cost, enqueue. The next item is pulled only after the
+// previous one was admitted, so a full lane stops the source itself. On a normal end an end-of-stream marker follows.
 import { sameLabelSet, type Labels, type LogEntry } from "../model.ts";
-import type { CheckpointReader, Source } from "../sources/source.ts";
+import { isRun, type CheckpointReader, type Source, type SourceItem } from "../sources/source.ts";
 import type { Clock } from "../util/clock.ts";
 import { entryCost, mapChars } from "./cost.ts";
 import type { IngestTally } from "./ingest-tally.ts";
@@ -52,10 +52,10 @@ export class Producer {
   }
 
   async #pump(): Promise<void> {
-    const { source, state, sourceSignal, queue, cancelled } = this.#deps;
+    const { source, state, sourceSignal } = this.#deps;
     const it = source.events(state, sourceSignal)[Symbol.asyncIterator]();
     for (;;) {
-      let next: IteratorResult<LogEntry>;
+      let next: IteratorResult<SourceItem>;
       try {
         next = await it.next();
       } catch (err) {
@@ -63,11 +63,20 @@ export class Producer {
         throw err;
       }
       if (next.done === true) return;
-      const entry = next.value;
-      const cost = entry.checkpointOnly ? 0 : this.#admit(entry);
-      if (queue.tryPut(entry, cost)) continue;
+      const item = next.value;
       try {
-        await queue.put(entry, cost, cancelled);
+        if (!isRun(item)) {
+          const wait = this.#enqueue(item, this.#deps.clock.now());
+          if (wait) await wait;
+        } else if (item.length > 0) {
+          // One clock read per run: its entries arrived together. `await` only on a full lane: an
+          // await of nothing still costs a microtask turn per entry.
+          const now = this.#deps.clock.now();
+          for (let i = 0; i < item.length; i++) {
+            const wait = this.#enqueue(item[i]!, now);
+            if (wait) await wait;
+          }
+        }
       } catch (err) {
         // Torn down while waiting for room: let the source release what it holds.
         await it.return?.().catch(ignore);
@@ -76,8 +85,15 @@ export class Producer {
     }
   }
 
+  /** Admits and queues one entry; a promise only when the lane is full and it must wait for room. */
+  #enqueue(entry: LogEntry, nowMs: number): Promise<void> | undefined {
+    const cost = entry.checkpointOnly ? 0 : this.#admit(entry, nowMs);
+    if (this.#deps.queue.tryPut(entry, cost)) return undefined;
+    return this.#deps.queue.put(entry, cost, this.#deps.cancelled);
+  }
+
   /** Static labels, ingest metrics and the queue cost of a real entry. */
-  #admit(entry: LogEntry): number {
+  #admit(entry: LogEntry, nowMs: number): number {
     // The source's own `org` (multi-org), read before the static labels are merged in.
     const org = entry.labels.org;
     if (this.#labelsIn === undefined || !sameLabelSet(entry.labels, this.#labelsIn)) {
@@ -87,7 +103,7 @@ export class Producer {
     }
     // Equal sets leave as one shared object, so the sink groups them by identity, not by content.
     entry.labels = this.#labelsOut;
-    this.#deps.tally.record(entry, this.#deps.clock.now(), org);
+    this.#deps.tally.record(entry, nowMs, org);
     return entryCost(entry, this.#labelsChars);
   }
 }

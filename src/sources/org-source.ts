@@ -5,7 +5,7 @@ import type { LogEntry } from "../model.ts";
 import { systemClock, type Clock } from "../util/clock.ts";
 import { silentLogger, type Logger } from "../obs/logger.ts";
 import { AuthError } from "../salesforce/auth-errors.ts";
-import type { CheckpointReader, Source, SourceName } from "./source.ts";
+import { isRun, type CheckpointReader, type Source, type SourceItem, type SourceName } from "./source.ts";
 
 export const ORG_AUTH_BACKOFF_BASE_MS = 1_000;
 export const ORG_AUTH_BACKOFF_CAP_MS = 30_000;
@@ -67,7 +67,7 @@ export class OrgSource implements Source {
     return this.#o.inner.name;
   }
 
-  async *events(state: CheckpointReader, signal: AbortSignal): AsyncGenerator<LogEntry, void, undefined> {
+  async *events(state: CheckpointReader, signal: AbortSignal): AsyncGenerator<SourceItem, void, undefined> {
     const { inner, org } = this.#o;
     if (org.name === "") {
       yield* inner.events(state, signal);
@@ -78,19 +78,13 @@ export class OrgSource implements Source {
     let backoff = ORG_AUTH_BACKOFF_BASE_MS;
     while (!signal.aborted) {
       try {
-        for await (const entry of inner.events(view, signal)) {
+        for await (const item of inner.events(view, signal)) {
           backoff = ORG_AUTH_BACKOFF_BASE_MS;
-          entry.checkpoint = { key: prefix + entry.checkpoint.key, value: entry.checkpoint.value };
-          if (!entry.checkpointOnly) {
-            const orgId = await this.#resolveOrgId();
-            entry.labels = {
-              ...entry.labels,
-              org: org.name,
-              environment: org.environment,
-              ...(orgId !== undefined ? { sf_org_id: orgId } : {}),
-            };
-          }
-          yield entry;
+          // One org-id lookup and one label object per item; the producer merges equal label sets.
+          const orgId = await this.#resolveOrgId();
+          if (isRun(item)) for (const entry of item) this.#stamp(entry, prefix, orgId);
+          else this.#stamp(item, prefix, orgId);
+          yield item;
         }
         return;
       } catch (err) {
@@ -104,6 +98,19 @@ export class OrgSource implements Source {
         backoff = Math.min(backoff * 2, ORG_AUTH_BACKOFF_CAP_MS);
       }
     }
+  }
+
+  /** The org's key prefix on the checkpoint; its labels on a real entry. */
+  #stamp(entry: LogEntry, prefix: string, orgId: string | undefined): void {
+    const { org } = this.#o;
+    entry.checkpoint = { key: prefix + entry.checkpoint.key, value: entry.checkpoint.value };
+    if (entry.checkpointOnly) return;
+    entry.labels = {
+      ...entry.labels,
+      org: org.name,
+      environment: org.environment,
+      ...(orgId !== undefined ? { sf_org_id: orgId } : {}),
+    };
   }
 
   /** Best effort and cached; a failure is not retried before ORG_ID_RETRY_MS (no per-entry lookups). */

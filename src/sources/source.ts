@@ -7,6 +7,14 @@ export interface CheckpointReader {
   load(key: string): Promise<string | undefined>;
 }
 
+/**
+ * What a source yields: one entry, or a run of entries in order. A run costs the pipeline one
+ * promise instead of one per entry, so a source that receives entries in bulk (a CSV chunk, a fetch
+ * response, a query page) yields them as the array it already holds. A run is held outside the lane
+ * queue's bounds while it is admitted, so keep runs to what one network read brings.
+ */
+export type SourceItem = LogEntry | readonly LogEntry[];
+
 export type SourceName = "pubsub" | "eventlog_objects" | "eventlogfile" | "apexlog";
 
 export interface Source {
@@ -16,7 +24,22 @@ export interface Source {
    * Yields entries until the feed ends (a finite run) or `signal` aborts, when it must return
    * promptly. Tokens for one key are yielded in monotonic order.
    */
-  events(state: CheckpointReader, signal: AbortSignal): AsyncIterable<LogEntry>;
+  events(state: CheckpointReader, signal: AbortSignal): AsyncIterable<SourceItem>;
+}
+
+/** True for a run of entries (`Array.isArray` alone does not narrow a readonly array). */
+export function isRun(item: SourceItem): item is readonly LogEntry[] {
+  return Array.isArray(item);
+}
+
+/** The entries of a source's items one by one, for readers that want entries, not runs. */
+export async function* eachEntry(
+  items: AsyncIterable<SourceItem>,
+): AsyncGenerator<LogEntry, void, undefined> {
+  for await (const item of items) {
+    if (isRun(item)) yield* item;
+    else yield item;
+  }
 }
 
 export type LaneName = "streaming" | "bulk";

@@ -100,3 +100,33 @@ test("lanes are independent: a stalled bulk lane does not hold back streaming", 
   for (const call of h.sink.pending()) call.succeed();
   await running;
 });
+
+test("a source yielding runs: a full lane stops the run mid-way, and every entry still arrives in order", async () => {
+  const total = 95;
+  const items = function* (): Generator<LogEntry> {
+    for (let i = 0; i < total; i++) yield entry(BULK, String(i).padStart(9, "0"));
+  };
+  const src = new ScriptedSource("eventlog_objects", items, { runSize: 40 });
+  const h = harness([src], {
+    batch: { max_entries: 5, queue_max_bytes: 0, queue_maxsize: 7, max_in_flight: 1 },
+  });
+  h.sink.stall();
+  const running = h.pipeline.run(new AbortController().signal);
+  await waitUntil(() => h.sink.calls.length === 1, "first push");
+  await settle(30);
+  const lane = h.pipeline.status().lanes.bulk!;
+  assert.equal(lane.queued_entries, 7, "the queue holds its bound, not the whole run of 40");
+  assert.equal(
+    lane.batching_entries + lane.queued_entries + 5,
+    17,
+    "the rest of the run waits at the producer",
+  );
+  h.sink.release();
+  await running;
+  const shipped = h.sink.calls.flatMap((c) => c.entries.map((e) => e.checkpoint.value));
+  assert.deepEqual(
+    shipped,
+    Array.from({ length: total }, (_, i) => String(i).padStart(9, "0")),
+  );
+  assert.equal(h.store.doc.get(BULK), String(total - 1).padStart(9, "0"));
+});

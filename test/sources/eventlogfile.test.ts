@@ -3,6 +3,7 @@ import { describe, it } from "node:test";
 import { elfFile } from "../../src/sim/salesforce-rest/index.ts";
 import { parseSfTimestampNs } from "../../src/salesforce/soql-datetime.ts";
 import { canonicalJson } from "../../src/sources/shaping/json.ts";
+import { eachEntry } from "../../src/sources/source.ts";
 import { counts, drive } from "./shaping-harness.ts";
 import { HOUR, T0, elfType, elfWorld, ids, requestId } from "./eventlogfile-world.ts";
 
@@ -129,7 +130,7 @@ describe("EventLogFileSource: delivery", () => {
     const source = w.source();
     let n = 0;
     let last = "";
-    for await (const e of source.events(w.store, new AbortController().signal)) {
+    for await (const e of eachEntry(source.events(w.store, new AbortController().signal))) {
       n++;
       last = requestId(e.line);
     }

@@ -4,7 +4,7 @@ import { LogEntry } from "../../src/model.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { AuthError } from "../../src/salesforce/auth.ts";
 import { OrgCheckpointView, OrgSource, ORG_ID_RETRY_MS } from "../../src/sources/org-source.ts";
-import type { CheckpointReader, Source } from "../../src/sources/source.ts";
+import { eachEntry, type CheckpointReader, type Source } from "../../src/sources/source.ts";
 
 const real = (key: string, value: string): LogEntry =>
   new LogEntry({
@@ -53,7 +53,7 @@ async function drain(
   signal = new AbortController().signal,
 ): Promise<LogEntry[]> {
   const out: LogEntry[] = [];
-  for await (const e of source.events(state, signal)) out.push(e);
+  for await (const e of eachEntry(source.events(state, signal))) out.push(e);
   return out;
 }
 
@@ -212,7 +212,7 @@ describe("OrgSource around a real PubSubSource", () => {
     const state = stateOf({ "pubsub:/event/LoginEventStream": replayIdFromSequence(20).toString("base64") });
     const ac = new AbortController();
     const out: LogEntry[] = [];
-    for await (const e of source.events(state, ac.signal)) {
+    for await (const e of eachEntry(source.events(state, ac.signal))) {
       out.push(e);
       if (out.length === 10) break;
     }

@@ -24,6 +24,7 @@ import { OBJECT_DEFAULTS } from "../../src/sources/eventlog-objects/settings.ts"
 import { NO_TRANSFORMS } from "../../src/egress/transforms.ts";
 import { ElfFileShaper } from "../../src/sources/eventlogfile/shape.ts";
 import { PubSubSource, type PubSubSettings } from "../../src/sources/pubsub/source.ts";
+import { eachEntry } from "../../src/sources/source.ts";
 import { EntryShaper } from "../../src/sources/shaping/entry.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { MemoryCheckpoints, drive, simOrg } from "./shaping-harness.ts";
@@ -119,7 +120,7 @@ async function pubsubEntry(
   t.after(() => {
     ac.abort();
   });
-  for await (const e of source.events({ load: () => Promise.resolve(undefined) }, ac.signal)) {
+  for await (const e of eachEntry(source.events({ load: () => Promise.resolve(undefined) }, ac.signal))) {
     if (e.checkpointOnly) continue;
     ac.abort();
     return e;

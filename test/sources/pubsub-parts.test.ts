@@ -68,7 +68,7 @@ describe("bridge", () => {
     const p = bridge.put(entry("c"), signal).then(() => (third = true));
     await new Promise((r) => setImmediate(r));
     assert.equal(third, false);
-    assert.equal((await bridge.take(signal))?.line, "a");
+    assert.equal((await bridge.takeRun(signal, 1))?.[0]?.line, "a");
     await p;
     assert.equal(bridge.size, 2);
   });
@@ -82,7 +82,7 @@ describe("bridge", () => {
     const p = bridge.put(entry("y"), signal).then(() => (second = true));
     await new Promise((r) => setImmediate(r));
     assert.equal(second, false);
-    await bridge.take(signal);
+    await bridge.takeRun(signal, 1);
     await p;
     assert.equal(bridge.bytes, 65);
     await bridge.put(LogEntry.checkpointOnly({ key: "k", value: "v" }, 1n), signal);
@@ -98,8 +98,24 @@ describe("bridge", () => {
     ac.abort();
     await assert.rejects(blocked);
     const live = new AbortController().signal;
-    assert.equal((await bridge.take(live))?.line, "a");
-    assert.equal(await bridge.take(live), null);
+    assert.equal((await bridge.takeRun(live, 1))?.[0]?.line, "a");
+    assert.equal(await bridge.takeRun(live, 1), null);
+  });
+
+  it("hands out the entries queued in a row, at most max, never past a producer's end marker", async () => {
+    const bridge = new Bridge(100, 0);
+    const signal = new AbortController().signal;
+    for (const line of ["a", "b", "c"]) await bridge.put(entry(line), signal);
+    bridge.sentinel();
+    await bridge.put(entry("d"), signal);
+    const lines = (run: LogEntry[] | null): string[] | null => run && run.map((e) => e.line);
+    assert.deepEqual(lines(await bridge.takeRun(signal, 2)), ["a", "b"]);
+    assert.equal(bridge.size, 2);
+    assert.deepEqual(lines(await bridge.takeRun(signal, 10)), ["c"]);
+    assert.equal(await bridge.takeRun(signal, 10), null);
+    assert.deepEqual(lines(await bridge.takeRun(signal, 10)), ["d"]);
+    assert.equal(bridge.size, 0);
+    assert.equal(bridge.bytes, 0);
   });
 });
 

@@ -11,7 +11,7 @@ import {
   type SimRestServer,
 } from "../../src/sim/salesforce-rest/index.ts";
 import type { ManualClock } from "../../src/util/clock.ts";
-import type { CheckpointReader, Source } from "../../src/sources/source.ts";
+import { eachEntry, type CheckpointReader, type Source } from "../../src/sources/source.ts";
 
 export class MemoryCheckpoints implements CheckpointReader {
   readonly map = new Map<string, string>();
@@ -49,7 +49,7 @@ export async function drive(
     for (const [key, e] of pending) store.map.set(key, e.checkpoint.value);
     pending.clear();
   };
-  for await (const entry of source.events(store, signal)) {
+  for await (const entry of eachEntry(source.events(store, signal))) {
     seen++;
     if (opts.killAfter !== undefined && seen > opts.killAfter) return { entries, checkpointOnly };
     (entry.checkpointOnly ? checkpointOnly : entries).push(entry);

@@ -5,7 +5,7 @@ import { once } from "node:events";
 import { setImmediate as turn } from "node:timers/promises";
 import { LogEntry, type Batch, type Labels } from "../../src/model.ts";
 import { PermanentSinkError, RetryableSinkError, type PushResult, type Sink } from "../../src/sinks/sink.ts";
-import type { CheckpointReader, Source, SourceName } from "../../src/sources/source.ts";
+import type { CheckpointReader, Source, SourceItem, SourceName } from "../../src/sources/source.ts";
 import type { CheckpointStore, WriteFence } from "../../src/state/store.ts";
 
 // ---------------------------------------------------------------- entries and event-loop turns
@@ -283,6 +283,8 @@ export class FakeSink implements Sink {
 export interface ScriptedSourceOptions {
   /** What happens after the last item: end the stream, wait for the stop signal, or throw. */
   after?: "end" | "wait-stop" | Error;
+  /** Yield runs of up to this many entries (as a bulk source does) instead of one entry at a time. */
+  runSize?: number;
 }
 
 /** Replays `items` (a fresh iterable per run when given a factory); counts what was pulled. */
@@ -292,6 +294,7 @@ export class ScriptedSource implements Source {
   runs = 0;
   readonly #items: () => Iterable<LogEntry>;
   readonly #after: NonNullable<ScriptedSourceOptions["after"]>;
+  readonly #runSize: number;
 
   constructor(
     name: SourceName,
@@ -301,15 +304,22 @@ export class ScriptedSource implements Source {
     this.name = name;
     this.#items = typeof items === "function" ? items : () => items;
     this.#after = opts.after ?? "end";
+    this.#runSize = opts.runSize ?? 1;
   }
 
-  async *events(_state: CheckpointReader, signal: AbortSignal): AsyncGenerator<LogEntry> {
+  async *events(_state: CheckpointReader, signal: AbortSignal): AsyncGenerator<SourceItem> {
     this.runs++;
+    let run: LogEntry[] = [];
     for (const item of this.#items()) {
       if (signal.aborted) return;
       this.pulled++;
-      yield item;
+      if (this.#runSize === 1) yield item;
+      else if (run.push(item) === this.#runSize) {
+        yield run;
+        run = [];
+      }
     }
+    if (run.length > 0 && !signal.aborted) yield run;
     if (this.#after === "wait-stop" && !signal.aborted) await once(signal, "abort");
     else if (this.#after instanceof Error) throw this.#after;
   }

@@ -11,7 +11,7 @@ import type { EventLogFileSettings, EventLogFileTypeSettings } from "./settings.
 import { processEventType, type ElfRunContext } from "./worker.ts";
 import { jittered, pause } from "../shaping/cycle.ts";
 import { pollingKit, type PollingKit, type PollingSourceDeps } from "../shaping/deps.ts";
-import type { CheckpointReader, Source } from "../source.ts";
+import type { CheckpointReader, Source, SourceItem } from "../source.ts";
 
 /** Batches (one network chunk's rows each) buffered between the workers and the consumer. */
 const BRIDGE_CAPACITY = 2;
@@ -47,7 +47,7 @@ export class EventLogFileSource implements Source {
       });
   }
 
-  async *events(state: CheckpointReader, signal: AbortSignal): AsyncGenerator<LogEntry> {
+  async *events(state: CheckpointReader, signal: AbortSignal): AsyncGenerator<SourceItem> {
     const run: ElfRunContext = {
       client: this.#client,
       settings: this.#settings,
@@ -65,7 +65,7 @@ export class EventLogFileSource implements Source {
     };
     while (!signal.aborted) {
       const started = this.#k.clock.monotonic();
-      for await (const batch of this.#cycle(run, signal)) yield* batch;
+      yield* this.#cycle(run, signal);
       this.#lastCycleSeconds = (this.#k.clock.monotonic() - started) / 1000;
       if (this.#k.once) return;
       if (!(await pause(this.#k.clock, jittered(this.#k.clock, this.#settings.poll_interval), signal)))

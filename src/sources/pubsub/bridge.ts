@@ -70,8 +70,12 @@ export class Bridge {
     waiter?.();
   }
 
-  /** The next entry, or null for a sentinel. One consumer only. */
-  async take(signal: AbortSignal): Promise<LogEntry | null> {
+  /**
+   * The entries queued in a row, oldest first and at most `max` of them, or null for a sentinel.
+   * Waits when the bridge is empty. A run stops before a sentinel, so a producer's end marker is
+   * never passed over. One consumer only.
+   */
+  async takeRun(signal: AbortSignal, max: number): Promise<LogEntry[] | null> {
     while (this.#head >= this.#items.length) {
       signal.throwIfAborted();
       await new Promise<void>((resolve, reject) => {
@@ -86,20 +90,29 @@ export class Bridge {
         signal.addEventListener("abort", onAbort, { once: true });
       });
     }
-    const item = this.#items[this.#head++]!;
+    let run: LogEntry[] | null = null;
+    if ("sentinel" in this.#items[this.#head]!) this.#head++;
+    else {
+      run = [];
+      while (run.length < max && this.#head < this.#items.length) {
+        const item = this.#items[this.#head]!;
+        if ("sentinel" in item) break;
+        this.#head++;
+        this.#entries--;
+        this.#bytes -= item.cost;
+        run.push(item.entry);
+      }
+    }
     if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
       this.#items = this.#items.slice(this.#head);
       this.#head = 0;
     }
-    if ("sentinel" in item) return null;
-    this.#entries--;
-    this.#bytes -= item.cost;
     const waiters = this.#spaceWaiters;
     if (waiters.length > 0 && !this.#full()) {
       this.#spaceWaiters = [];
       for (const w of waiters) w();
     }
-    return item.entry;
+    return run;
   }
 
   /** Releases everything still queued (teardown), waking blocked producers. */

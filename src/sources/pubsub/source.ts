@@ -1,13 +1,12 @@
 // PubSubSource (`pubsub`, the streaming lane, spec A §4): one task per topic, all merged through a
 // bounded bridge into one async stream; wildcard discovery and periodic rediscovery.
 import { metrics, type Meter } from "@opentelemetry/api";
-import type { LogEntry } from "../../model.ts";
 import { systemClock, type Clock } from "../../util/clock.ts";
 import { retry } from "../../util/retry.ts";
 import { silentLogger, type Logger } from "../../obs/logger.ts";
 import type { TokenSource } from "../../salesforce/auth.ts";
 import type { PubSubSubscriber } from "../../salesforce/pubsub/client.ts";
-import type { CheckpointReader, Source } from "../source.ts";
+import type { CheckpointReader, Source, SourceItem } from "../source.ts";
 import { categoryOfTopic } from "../overlap.ts";
 import { Bridge } from "./bridge.ts";
 import { DescribeGlobalDiscoverer, type TopicDiscoverer } from "./discovery.ts";
@@ -19,6 +18,8 @@ import { filterTopics, hasWildcard } from "./topics.ts";
 export type { PubSubSettings, OrgIdentity, PayloadTransform } from "./settings.ts";
 
 export const BRIDGE_MAX_ENTRIES = 1000;
+/** Entries handed to the pipeline per step: one fetch response's worth (Salesforce sends ≤ 100). */
+const RUN_MAX_ENTRIES = 100;
 const DISCOVERY_ATTEMPTS = 3;
 
 export interface PubSubSourceOptions {
@@ -100,7 +101,7 @@ export class PubSubSource implements Source {
     return filterTopics(s.topics, { include: s.include, exclude: s.exclude });
   }
 
-  async *events(state: CheckpointReader, outer: AbortSignal): AsyncGenerator<LogEntry, void, undefined> {
+  async *events(state: CheckpointReader, outer: AbortSignal): AsyncGenerator<SourceItem, void, undefined> {
     const s = this.#o.settings;
     if (!s.enabled) return;
     const stop = new AbortController();
@@ -160,9 +161,9 @@ export class PubSubSource implements Source {
     }
     try {
       while (producers > 0) {
-        const entry = await bridge.take(signal);
-        if (entry === null) producers--;
-        else yield entry;
+        const run = await bridge.takeRun(signal, RUN_MAX_ENTRIES);
+        if (run === null) producers--;
+        else yield run;
       }
     } catch (err) {
       if (!signal.aborted) throw err;
