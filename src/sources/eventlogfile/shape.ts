@@ -11,6 +11,7 @@ import { canonicalJson, jsonString, rowRenderer } from "../shaping/json.ts";
 import { deriveLevelBy } from "../shaping/level.ts";
 import { routeFields } from "../shaping/metadata.ts";
 import { timestampOf } from "../shaping/timestamp.ts";
+import { TimestampMemo } from "../shaping/timestamp-memo.ts";
 
 export interface ElfShapeOptions {
   type: EventLogFileTypeSettings;
@@ -34,6 +35,8 @@ export class ElfFileShaper {
   readonly #tsA: number | undefined;
   readonly #tsB: number | undefined;
   readonly #requestId: number | undefined;
+  readonly #tsMemoA = new TimestampMemo();
+  readonly #tsMemoB = new TimestampMemo();
   readonly #fast: boolean;
   readonly #render: (row: CsvRow) => string;
   #cells: readonly string[] = [];
@@ -91,8 +94,8 @@ export class ElfFileShaper {
     metadata.level = deriveLevelBy(this.#get);
     return new LogEntry({
       timestampNs:
-        (this.#tsA === undefined ? undefined : timestampOf(cells[this.#tsA])) ??
-        (this.#tsB === undefined ? undefined : timestampOf(cells[this.#tsB])) ??
+        (this.#tsA === undefined ? undefined : this.#tsMemoA.parse(cells[this.#tsA])) ??
+        (this.#tsB === undefined ? undefined : this.#tsMemoB.parse(cells[this.#tsB])) ??
         shaper.fallbackNs(fallbackNs),
       labels: this.#promoted.length === 0 ? this.#labels : this.#promote((i) => cells[i]),
       line: line + "}",
