@@ -141,14 +141,18 @@ export function checkLimits(entries: readonly LogEntry[], limits: LokiLimits, no
       continue;
     }
     const meta = entry.structuredMetadata;
-    const metaNames = Object.keys(meta);
-    if (metaNames.length > 0) {
+    // Counted with for-in: no array of names per entry on the hot path.
+    let fields = 0;
+    let chars = 0;
+    for (const k in meta) {
+      fields++;
+      chars += k.length + meta[k]!.length;
+    }
+    if (fields > 0) {
       // A UTF-16 unit is at most 3 UTF-8 bytes: only metadata that could break the limit is measured.
-      let chars = 0;
-      for (const k of metaNames) chars += k.length + meta[k]!.length;
       const metaBytes =
         limits.max_structured_metadata_size > 0 && chars * 3 > limits.max_structured_metadata_size
-          ? metaNames.reduce((n, k) => n + utf8(k) + utf8(meta[k]!), 0)
+          ? Object.keys(meta).reduce((n, k) => n + utf8(k) + utf8(meta[k]!), 0)
           : chars;
       if (limits.max_structured_metadata_size > 0 && metaBytes > limits.max_structured_metadata_size) {
         refuse(
@@ -159,11 +163,11 @@ export function checkLimits(entries: readonly LogEntry[], limits: LokiLimits, no
         continue;
       }
       const maxCount = limits.max_structured_metadata_entries_count;
-      if (maxCount > 0 && metaNames.length > maxCount) {
+      if (maxCount > 0 && fields > maxCount) {
         refuse(
           entry,
           "metadata_too_large",
-          `max_structured_metadata_entries_count ${maxCount}: the entry carries ${metaNames.length} fields`,
+          `max_structured_metadata_entries_count ${maxCount}: the entry carries ${fields} fields`,
         );
         continue;
       }
