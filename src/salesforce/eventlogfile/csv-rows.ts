@@ -2,14 +2,13 @@
 // commas and newlines) with bounded memory: one network chunk's rows in flight, never the file.
 // Rows come out as raw cells in batches (one per network chunk), so the per-row cost is the parse
 // and the shaping: no promise and no 20-key object per row unless a transform needs one.
-import { finished } from "node:stream/promises";
-import { CsvError, parse } from "csv-parse";
+import { CsvParser, CsvSyntaxError } from "./csv-parser.ts";
 import { EventLogFileCsvError } from "./errors.ts";
 
 /** Per-field limit (fix #41: Python's csv default of 128 KiB rejected real Apex exception rows). */
 export const MAX_FIELD_CHARS = 1_048_576;
 /** Per-record limit, so an unbalanced quote cannot swallow the rest of a 1 GB file into memory. */
-const MAX_RECORD_CHARS = 16 * MAX_FIELD_CHARS;
+export const MAX_RECORD_CHARS = 16 * MAX_FIELD_CHARS;
 
 /** A row as a map of column name to cell (what transforms and generic shaping work on). */
 export type CsvRow = Record<string, string>;
@@ -31,16 +30,17 @@ export function rowObject(header: readonly string[], cells: readonly string[]): 
   return row;
 }
 
-function wrap(err: unknown, where: string): unknown {
-  if (err instanceof CsvError) {
-    return new EventLogFileCsvError(
-      where,
-      typeof err.lines === "number" ? err.lines : undefined,
-      err.message,
-      err,
-    );
-  }
-  return err;
+/** The operator's error: the parser's, with the column named from the header where it has one. */
+function csvError(
+  err: CsvSyntaxError,
+  header: readonly string[] | undefined,
+  where: string,
+): EventLogFileCsvError {
+  const detail =
+    err.kind === "field-too-long" && header !== undefined
+      ? `record ${err.record}: field ${header[err.column] ?? "_extra"} is longer than ${MAX_FIELD_CHARS} characters`
+      : err.message;
+  return new EventLogFileCsvError(where, err.line, detail, err);
 }
 
 /**
@@ -48,57 +48,38 @@ function wrap(err: unknown, where: string): unknown {
  * or EventLogFileCsvError naming the line. Rows parsed before an error are yielded first.
  */
 export async function* csvRowBatches(body: AsyncIterable<Buffer>, where: string): AsyncGenerator<CsvBatch> {
+  const parser = new CsvParser({ maxFieldChars: MAX_FIELD_CHARS, maxRecordChars: MAX_RECORD_CHARS });
   let header: string[] | undefined;
   let rows: string[][] = [];
-  let records = 0;
-  const parser = parse({
-    bom: true,
-    relax_column_count: true,
-    skip_empty_lines: true,
-    max_record_size: MAX_RECORD_CHARS,
-    // Records are collected here, synchronously inside write(), and kept out of the stream's buffer:
-    // no per-record stream bookkeeping, and the rows before a parse error in the same chunk survive.
-    on_record: (record: string[], info) => {
-      records++;
-      if (header === undefined) {
-        header = record;
-        return null;
-      }
-      for (let i = 0; i < record.length; i++) {
-        if (record[i]!.length > MAX_FIELD_CHARS) {
-          throw new EventLogFileCsvError(
-            where,
-            info.lines,
-            `record ${records}: field ${header[i] ?? "_extra"} is longer than ${MAX_FIELD_CHARS} characters`,
-          );
-        }
-      }
-      rows.push(record);
-      return null;
-    },
-  });
-  parser.on("error", () => undefined); // surfaced through `parser.errored` and `finished()`
-  parser.resume();
+  let failure: CsvSyntaxError | undefined;
+  // One batch per call: the records parsed since the last one, the header taken off the first.
   const take = (): CsvBatch | undefined => {
+    if (header === undefined) {
+      if (rows.length === 0) return undefined;
+      header = rows.shift();
+    }
     if (rows.length === 0 || header === undefined) return undefined;
     const batch = { header, rows };
     rows = [];
     return batch;
   };
-  try {
-    for await (const chunk of body) {
-      parser.write(chunk);
-      const batch = take();
-      if (batch) yield batch;
-      if (parser.errored) throw parser.errored;
+  const feed = (chunk: Buffer | undefined): void => {
+    try {
+      if (chunk === undefined) parser.end(rows);
+      else parser.write(chunk, rows);
+    } catch (err) {
+      if (!(err instanceof CsvSyntaxError)) throw err;
+      failure = err;
     }
-    parser.end();
-    await finished(parser);
-    const last = take();
-    if (last) yield last;
-  } catch (err) {
-    throw wrap(err, where);
-  } finally {
-    parser.destroy();
+  };
+  for await (const chunk of body) {
+    feed(chunk);
+    const batch = take();
+    if (batch) yield batch;
+    if (failure) throw csvError(failure, header, where);
   }
+  feed(undefined);
+  const last = take();
+  if (last) yield last;
+  if (failure) throw csvError(failure, header, where);
 }
