@@ -8,7 +8,7 @@ import { finished } from "node:stream/promises";
 import { describe, it } from "node:test";
 import { CsvError, parse } from "csv-parse";
 import { CsvParser, CsvSyntaxError } from "../../src/salesforce/eventlogfile/csv-parser.ts";
-import { csvRowBatches, MAX_FIELD_CHARS } from "../../src/salesforce/eventlogfile/csv-rows.ts";
+import { csvRowBatches, detached, MAX_FIELD_CHARS } from "../../src/salesforce/eventlogfile/csv-rows.ts";
 import { EventLogFileCsvError } from "../../src/salesforce/eventlogfile/errors.ts";
 
 interface Outcome {
@@ -333,5 +333,15 @@ describe("CSV parser: bounded work and memory", () => {
     );
     assert.ok(pulled <= MAX_FIELD_CHARS / chunk.length + 1, `pulled ${pulled} chunks`);
     assert.ok(performance.now() - started < 3000);
+  });
+});
+
+describe("detached cells", () => {
+  it("are equal to the cell, short or long", () => {
+    const text = '"A","B"\n"short","a cell of more than thirteen characters"\n';
+    const out: string[][] = [];
+    const parser = new CsvParser({ maxFieldChars: 100, maxRecordChars: 1000 });
+    parser.write(Buffer.from(text), out);
+    for (const cell of out[1]!) assert.equal(detached(cell), cell);
   });
 });

