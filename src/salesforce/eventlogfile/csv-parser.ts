@@ -46,17 +46,30 @@ export class CsvSyntaxError extends Error {
   readonly record: number;
   /** 0-based index of the offending field in its record. */
   readonly column: number;
+  /** The field opens with a quote (for a field too long: most likely an unbalanced one). */
+  readonly quoted: boolean;
   readonly kind:
     "quote-in-unquoted" | "after-closing-quote" | "unclosed-quote" | "field-too-long" | "record-too-long";
-  constructor(kind: CsvSyntaxError["kind"], line: number, record: number, column: number, message: string) {
+  constructor(
+    kind: CsvSyntaxError["kind"],
+    line: number,
+    record: number,
+    column: number,
+    message: string,
+    quoted = false,
+  ) {
     super(message);
     this.name = "CsvSyntaxError";
     this.kind = kind;
     this.line = line;
     this.record = record;
     this.column = column;
+    this.quoted = quoted;
   }
 }
+
+/** What an over-long quoted field most often is, said where it is reported. */
+export const QUOTED_HINT = " (it opens with a quote: an unbalanced one takes in the rest of the file)";
 
 export class CsvParser {
   // Invalid bytes become U+FFFD; `stream: true` keeps a character split across chunks whole; a
@@ -170,7 +183,7 @@ export class CsvParser {
           next = q + 1 + k;
           endsRecord = true;
         }
-        if (value.length > maxFieldChars) throw this.fieldTooLong(s, fieldStart, record.length);
+        if (value.length > maxFieldChars) throw this.fieldTooLong(s, fieldStart, record.length, true);
         recordChars += value.length;
         if (recordChars > maxRecordChars) throw this.recordTooLong(s, fieldStart, record.length);
         record.push(value);
@@ -221,7 +234,7 @@ export class CsvParser {
         // An empty line is skipped: no cells before the delimiter and nothing quoted.
         if (k > 0 && value.length === 0 && record.length === 0) continue;
       }
-      if (value.length > maxFieldChars) throw this.fieldTooLong(s, fieldStart, record.length);
+      if (value.length > maxFieldChars) throw this.fieldTooLong(s, fieldStart, record.length, false);
       recordChars += value.length;
       if (recordChars > maxRecordChars) throw this.recordTooLong(s, fieldStart, record.length);
       record.push(value);
@@ -244,7 +257,8 @@ export class CsvParser {
       }
     } else if (state !== FIELD_START) {
       // Bounded memory: the field (and record) in progress fails as soon as it is over its limit.
-      if (field.length > maxFieldChars) throw this.fieldTooLong(s, fieldStart, record.length);
+      if (field.length > maxFieldChars)
+        throw this.fieldTooLong(s, fieldStart, record.length, state === QUOTED);
       if (recordChars + field.length > maxRecordChars) throw this.recordTooLong(s, fieldStart, record.length);
       if (fieldStart >= 0) this.fieldStartLine = this.lineAt(s, fieldStart);
     }
@@ -341,14 +355,15 @@ export class CsvParser {
     );
   }
 
-  private fieldTooLong(s: string, fieldStart: number, column: number): CsvSyntaxError {
+  private fieldTooLong(s: string, fieldStart: number, column: number, quoted: boolean): CsvSyntaxError {
     const record = this.records + 1;
     return new CsvSyntaxError(
       "field-too-long",
       this.startLine(s, fieldStart),
       record,
       column,
-      `record ${record}: field ${column + 1} is longer than ${this.limits.maxFieldChars} characters`,
+      `record ${record}: field ${column + 1} is longer than ${this.limits.maxFieldChars} characters${quoted ? QUOTED_HINT : ""}`,
+      quoted,
     );
   }
 

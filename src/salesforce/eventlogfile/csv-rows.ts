@@ -2,7 +2,7 @@
 // commas and newlines) with bounded memory: one network chunk's rows in flight, never the file.
 // Rows come out as raw cells in batches (one per network chunk), so the per-row cost is the parse
 // and the shaping: no promise and no 20-key object per row unless a transform needs one.
-import { CsvParser, CsvSyntaxError } from "./csv-parser.ts";
+import { CsvParser, CsvSyntaxError, QUOTED_HINT } from "./csv-parser.ts";
 import { EventLogFileCsvError } from "./errors.ts";
 
 /** Per-field limit (fix #41: Python's csv default of 128 KiB rejected real Apex exception rows). */
@@ -49,7 +49,7 @@ function csvError(
 ): EventLogFileCsvError {
   const detail =
     err.kind === "field-too-long" && header !== undefined
-      ? `record ${err.record}: field ${header[err.column] ?? "_extra"} is longer than ${MAX_FIELD_CHARS} characters`
+      ? `record ${err.record}: field ${header[err.column] ?? "_extra"} is longer than ${MAX_FIELD_CHARS} characters${err.quoted ? QUOTED_HINT : ""}`
       : err.message;
   return new EventLogFileCsvError(where, err.line, detail, err);
 }
