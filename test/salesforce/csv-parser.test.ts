@@ -336,6 +336,30 @@ describe("CSV parser: bounded work and memory", () => {
   });
 });
 
+describe("CSV parser: the record limit", () => {
+  it("a record over its limit fails at the field that crosses it, in any chunking", () => {
+    const bytes = b('"A"\n"1"\n"1234567890","1234567890",\n"1234567890","1234567890","123456"\n"z"\n');
+    for (const parts of chunkings(bytes)) {
+      const parser = new CsvParser({ maxFieldChars: 10, maxRecordChars: 25 });
+      const out: string[][] = [];
+      assert.throws(
+        () => {
+          for (const part of parts) parser.write(part, out);
+          parser.end(out);
+        },
+        (err) =>
+          err instanceof CsvSyntaxError &&
+          err.kind === "record-too-long" &&
+          err.line === 4 &&
+          err.record === 4 &&
+          err.column === 2,
+        describeInput(bytes, parts),
+      );
+      assert.deepEqual(out, [["A"], ["1"], ["1234567890", "1234567890", ""]]);
+    }
+  });
+});
+
 describe("detached cells", () => {
   it("are equal to the cell, short or long", () => {
     const text = '"A","B"\n"short","a cell of more than thirteen characters"\n';

@@ -163,7 +163,7 @@ export class CsvParser {
           continue;
         }
         const value = field.length === 0 ? s.slice(i, q) : field + s.slice(i, q);
-        let next: number; // where the next field or record starts, or -1 to hold back
+        let next: number; // where the next field or record starts
         let endsRecord: boolean;
         if (d === COMMA) {
           next = q + 2;
