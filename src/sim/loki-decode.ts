@@ -1,68 +1,11 @@
-// Decodes Loki push bodies, both encodings, with a real protobuf decoder (protobufjs loading
-// proto/loki_push.proto) so the sink's hand-written encoder is checked by independent code.
-import { fileURLToPath } from "node:url";
+// Decodes Loki push bodies, both encodings: undoes the content encoding, then JSON.parse or the
+// hand-written protobuf reader (loki-decode-fast.ts, checked against protobufjs in the tests).
 import { gunzipSync } from "node:zlib";
-import protobuf from "protobufjs";
 import snappy from "snappy";
+import { decodePushRequest } from "./loki-decode-fast.ts";
+import { BodyDecodeError, type DecodedEntry, type DecodedStream } from "./loki-decoded.ts";
 
-export interface DecodedEntry {
-  timestampNs: bigint;
-  line: string;
-  metadata: Record<string, string>;
-}
-
-export interface DecodedStream {
-  /** Protobuf carries the selector text; JSON carries a label object. */
-  labels: string | Record<string, string>;
-  entries: DecodedEntry[];
-}
-
-/** The client sent something that is not a well-formed push request. */
-export class BodyDecodeError extends Error {
-  readonly status: number;
-  constructor(message: string, status = 400) {
-    super(message);
-    this.status = status;
-  }
-}
-
-let pushRequestType: protobuf.Type | undefined;
-
-function pushRequest(): protobuf.Type {
-  pushRequestType ??= protobuf
-    .loadSync(fileURLToPath(new URL("../../proto/loki_push.proto", import.meta.url)))
-    .lookupType("logproto.PushRequest");
-  return pushRequestType;
-}
-
-interface ProtoPush {
-  streams?: {
-    labels?: string;
-    entries?: {
-      timestamp?: { seconds?: string; nanos?: number };
-      line?: string;
-      structuredMetadata?: { name?: string; value?: string }[];
-    }[];
-  }[];
-}
-
-function decodeProtobuf(raw: Buffer): DecodedStream[] {
-  let message: ProtoPush;
-  try {
-    const type = pushRequest();
-    message = type.toObject(type.decode(raw), { longs: String, defaults: true });
-  } catch (err) {
-    throw new BodyDecodeError(`protobuf decode error: ${(err as Error).message}`);
-  }
-  return (message.streams ?? []).map((s) => ({
-    labels: s.labels ?? "",
-    entries: (s.entries ?? []).map((e) => ({
-      timestampNs: BigInt(e.timestamp?.seconds ?? "0") * 1_000_000_000n + BigInt(e.timestamp?.nanos ?? 0),
-      line: e.line ?? "",
-      metadata: Object.fromEntries((e.structuredMetadata ?? []).map((p) => [p.name ?? "", p.value ?? ""])),
-    })),
-  }));
-}
+export { BodyDecodeError, type DecodedEntry, type DecodedStream };
 
 function isStringMap(v: unknown): v is Record<string, string> {
   return (
@@ -133,7 +76,7 @@ export function decodePushBody(
       throw new BodyDecodeError(`snappy decode error: ${(err as Error).message}`);
     }
     if (plain.length > maxBytes) throw tooLarge(maxBytes);
-    return decodeProtobuf(plain);
+    return decodePushRequest(plain);
   }
   throw new BodyDecodeError(`unsupported Content-Type ${JSON.stringify(contentType ?? "")}`, 415);
 }

@@ -58,6 +58,37 @@ function resolveLabels(labels: string | LabelMap): LabelMap {
 
 const utf8 = (s: string): number => Buffer.byteLength(s, "utf8");
 
+/**
+ * A UTF-16 code unit is at most 3 bytes of UTF-8 (a surrogate pair is 4 bytes for 2 units, a lone
+ * surrogate becomes U+FFFD, 3 bytes), so a string of n units below limit/3 cannot break a byte limit
+ * and is not measured: the common entry costs no native call.
+ */
+const MAX_UTF8_PER_UNIT = 3;
+
+/** Loki's structured metadata limits on one entry: bytes of names and values first, then count. */
+function metadataProblem(
+  metadata: Readonly<Record<string, string>>,
+  stream: string,
+  limits: IngestLimits,
+): string | undefined {
+  let count = 0;
+  let units = 0;
+  for (const k in metadata) {
+    count++;
+    units += k.length + metadata[k]!.length;
+  }
+  if (count === 0) return undefined;
+  const maxBytes = limits.maxStructuredMetadataBytes;
+  if (maxBytes > 0 && units * MAX_UTF8_PER_UNIT > maxBytes) {
+    let bytes = 0;
+    for (const k in metadata) bytes += utf8(k) + utf8(metadata[k]!);
+    if (bytes > maxBytes) return metadataTooLarge(stream, bytes, maxBytes);
+  }
+  const maxEntries = limits.maxStructuredMetadataEntries;
+  if (maxEntries > 0 && count > maxEntries) return metadataTooMany(stream, count, maxEntries);
+  return undefined;
+}
+
 /** The distributor's ValidateLabels beyond syntax: names per series, name and value lengths. */
 function labelLimitProblem(labels: LabelMap, raw: string, limits: IngestLimits): string | undefined {
   const names = Object.keys(labels).sort();
@@ -92,6 +123,7 @@ export function ingest(streams: DecodedStream[], store: AcceptedStore, limits: I
       : nowNs + BigInt(Math.round(limits.creationGracePeriodMs)) * 1_000_000n;
   const windowNs =
     limits.outOfOrderWindowMs === undefined ? undefined : BigInt(Math.round(limits.outOfOrderWindowMs * 1e6));
+  const { maxLineBytes, poison } = limits;
   for (const stream of streams) {
     let labels: LabelMap;
     try {
@@ -116,44 +148,37 @@ export function ingest(streams: DecodedStream[], store: AcceptedStore, limits: I
     const name = promLabels(labels);
     const ignored: { ts: bigint; oldest: bigint }[] = [];
     for (const entry of stream.entries) {
-      const ts = entry.timestampNs;
-      if (oldestNs !== undefined && ts < oldestNs) {
-        refuse(400, tooOld(name, ts, oldestNs));
+      // The BigInt timestamp is built only when a check reads it (the protobuf decoder makes it lazily).
+      if (oldestNs !== undefined && entry.timestampNs < oldestNs) {
+        refuse(400, tooOld(name, entry.timestampNs, oldestNs));
         continue;
       }
-      if (newestNs !== undefined && ts > newestNs) {
-        refuse(400, tooNew(name, ts));
+      if (newestNs !== undefined && entry.timestampNs > newestNs) {
+        refuse(400, tooNew(name, entry.timestampNs));
         continue;
       }
-      const lineBytes = utf8(entry.line);
-      if (limits.maxLineBytes > 0 && lineBytes > limits.maxLineBytes) {
-        refuse(400, lineTooLong(limits.maxLineBytes, name, lineBytes));
-        continue;
-      }
-      const metaNames = Object.keys(entry.metadata);
-      if (metaNames.length > 0) {
-        let metaBytes = 0;
-        for (const k of metaNames) metaBytes += utf8(k) + utf8(entry.metadata[k]!);
-        if (limits.maxStructuredMetadataBytes > 0 && metaBytes > limits.maxStructuredMetadataBytes) {
-          refuse(400, metadataTooLarge(name, metaBytes, limits.maxStructuredMetadataBytes));
-          continue;
-        }
-        if (
-          limits.maxStructuredMetadataEntries > 0 &&
-          metaNames.length > limits.maxStructuredMetadataEntries
-        ) {
-          refuse(400, metadataTooMany(name, metaNames.length, limits.maxStructuredMetadataEntries));
+      const line = entry.line;
+      if (maxLineBytes > 0 && line.length * MAX_UTF8_PER_UNIT > maxLineBytes) {
+        const lineBytes = utf8(line);
+        if (lineBytes > maxLineBytes) {
+          refuse(400, lineTooLong(maxLineBytes, name, lineBytes));
           continue;
         }
       }
-      if (limits.poison && entry.line.includes(limits.poison.marker)) {
+      const metaProblem = metadataProblem(entry.metadata, name, limits);
+      if (metaProblem !== undefined) {
+        refuse(400, metaProblem);
+        continue;
+      }
+      if (poison && line.includes(poison.marker)) {
         refuse(
-          limits.poison.status,
-          `entry for stream '${name}' at ${ts} contains the poison marker ${JSON.stringify(limits.poison.marker)}`,
+          poison.status,
+          `entry for stream '${name}' at ${entry.timestampNs} contains the poison marker ${JSON.stringify(poison.marker)}`,
         );
         continue;
       }
       if (windowNs !== undefined) {
+        const ts = entry.timestampNs;
         const newest = store.maxTimestamp(labels);
         if (newest !== undefined && ts < newest - windowNs) {
           refuse(400, undefined);
@@ -161,7 +186,7 @@ export function ingest(streams: DecodedStream[], store: AcceptedStore, limits: I
           continue;
         }
       }
-      store.add(labels, ts, entry.line, entry.metadata, key, limits.tenant);
+      store.add(labels, entry, key, limits.tenant);
       result.accepted++;
     }
     if (ignored.length > 0) {

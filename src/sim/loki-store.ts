@@ -1,5 +1,6 @@
 // What the simulated Loki accepted, queryable by label set, with Loki's dedup notion:
 // an entry is a duplicate when stream + timestamp + line were already accepted.
+import type { DecodedEntry } from "./loki-decoded.ts";
 import { canonicalLabels } from "./loki-labels.ts";
 
 export type LabelMap = Record<string, string>;
@@ -8,7 +9,7 @@ export interface AcceptedEntry {
   readonly labels: LabelMap;
   readonly timestampNs: bigint;
   readonly line: string;
-  readonly metadata: LabelMap;
+  readonly metadata: Readonly<LabelMap>;
   /** The tenant it was pushed as (X-Scope-OrgID, or the basic-auth user); "fake" for none. */
   readonly tenant: string;
   /** True when Loki would have collapsed it into an earlier identical entry. */
@@ -23,7 +24,12 @@ export interface StreamSummary {
 interface StoredStream {
   labels: LabelMap;
   entries: number;
-  maxTs: bigint;
+  /** Undefined until an entry's timestamp is tracked (never, for a counts store without trackNewest). */
+  maxTs: bigint | undefined;
+}
+
+function newest(stream: StoredStream, ts: bigint): void {
+  if (stream.maxTs === undefined || ts > stream.maxTs) stream.maxTs = ts;
 }
 
 function matches(labels: LabelMap, matcher: LabelMap | undefined): boolean {
@@ -40,6 +46,7 @@ export type RetainMode = "all" | "counts";
 
 export class AcceptedStore {
   readonly #retain: RetainMode;
+  readonly #trackNewest: boolean;
   readonly #streams = new Map<string, StoredStream>();
   readonly #seen = new Set<string>();
   readonly #all: AcceptedEntry[] = [];
@@ -47,8 +54,13 @@ export class AcceptedStore {
   duplicates = 0;
   #accepted = 0;
 
-  constructor(retain: RetainMode = "all") {
+  /**
+   * `trackNewest: false` lets a `counts` store skip each entry's timestamp (the out-of-order window is
+   * the only reader of the newest one); an `all` store keeps every timestamp anyway.
+   */
+  constructor(retain: RetainMode = "all", { trackNewest = true }: { trackNewest?: boolean } = {}) {
     this.#retain = retain;
+    this.#trackNewest = trackNewest || retain === "all";
   }
 
   get accepted(): number {
@@ -57,30 +69,26 @@ export class AcceptedStore {
 
   /** Newest timestamp accepted so far on the stream (for the out-of-order window). */
   maxTimestamp(labels: LabelMap): bigint | undefined {
+    if (!this.#trackNewest) throw new Error("this AcceptedStore was built with trackNewest: false");
     return this.#streams.get(canonicalLabels(labels))?.maxTs;
   }
 
   /** `key` is the stream's canonical label string when the caller already has it (once per stream). */
-  add(
-    labels: LabelMap,
-    timestampNs: bigint,
-    line: string,
-    metadata: LabelMap,
-    key = canonicalLabels(labels),
-    tenant = "fake",
-  ): void {
+  add(labels: LabelMap, entry: DecodedEntry, key = canonicalLabels(labels), tenant = "fake"): void {
     this.#accepted++;
     let stream = this.#streams.get(key);
     if (!stream) {
-      stream = { labels, entries: 0, maxTs: timestampNs };
+      stream = { labels, entries: 0, maxTs: undefined };
       this.#streams.set(key, stream);
     }
     stream.entries++;
-    if (timestampNs > stream.maxTs) stream.maxTs = timestampNs;
     if (this.#retain === "counts") {
+      if (this.#trackNewest) newest(stream, entry.timestampNs);
       this.unique++;
       return;
     }
+    const { timestampNs, line, metadata } = entry;
+    newest(stream, timestampNs);
     // Loki keeps each tenant's data apart: the same entry under two tenants is two entries.
     const identity = `${tenant}\u0000${key}\u0000${timestampNs}\u0000${line}`;
     const duplicate = this.#seen.has(identity);

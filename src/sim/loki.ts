@@ -135,7 +135,7 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
   const maxLineBytes = opts.maxLineBytes ?? 262_144;
   const sleep = opts.sleep ?? ((ms: number) => delay(ms));
   const keepRequests = opts.keepRequests ?? 1000;
-  const store = new AcceptedStore(opts.retain);
+  const store = new AcceptedStore(opts.retain, { trackNewest: opts.outOfOrderWindowMs !== undefined });
   const faults = new LokiFaults();
   const requests: PushRecord[] = [];
   const counts = { requests: 0, connections: 0, rejected: 0, forcedFailures: 0 };

@@ -1,0 +1,355 @@
+// Reads a logproto.PushRequest straight off the wire: the simulated Loki's hot path, so no message
+// objects, no int64 → string → BigInt round trip per timestamp, one string per line or metadata field.
+// Strict like Loki's generated Unmarshal: a truncated varint, a length past the end of its message, a
+// known field with the wrong wire type or an invalid tag refuses the body (protobufjs skips a field
+// of the wrong wire type as unknown). loki-decode-reference.ts reads the same bytes with protobufjs;
+// test/sim/loki-decode-fast.test.ts requires the two to agree. Field numbers: proto/loki_push.proto.
+import { BodyDecodeError, type DecodedEntry, type DecodedStream } from "./loki-decoded.ts";
+
+const NS_PER_S = 1_000_000_000n;
+
+// Wire types.
+const VARINT = 0;
+const FIXED64 = 1;
+const LEN = 2;
+const START_GROUP = 3;
+const END_GROUP = 4;
+const FIXED32 = 5;
+
+/** Deeper group nesting than this in an unknown field is refused (protobufjs and Go stop at 100). */
+const MAX_GROUP_DEPTH = 100;
+
+// Node's direct slicer skips toString()'s encoding dispatch; the same bytes → the same string.
+interface FastSlicer {
+  utf8Slice(start: number, end: number): string;
+}
+const HAS_UTF8_SLICE = typeof (Buffer.prototype as unknown as Partial<FastSlicer>).utf8Slice === "function";
+
+const EMPTY_METADATA: Readonly<Record<string, string>> = Object.freeze({});
+
+/**
+ * An entry whose timestamp stays two numbers until someone asks for the BigInt: the receiver's
+ * validation needs it only when an age limit or the out-of-order window is on, or when it keeps entries.
+ */
+class WireEntry implements DecodedEntry {
+  readonly line: string;
+  readonly metadata: Readonly<Record<string, string>>;
+  readonly #seconds: number;
+  /** Set instead of #seconds when the seconds do not fit a double exactly (beyond ±2^53). */
+  readonly #wideSeconds: bigint | undefined;
+  readonly #nanos: number;
+  #ns: bigint | undefined;
+
+  constructor(
+    seconds: number,
+    wideSeconds: bigint | undefined,
+    nanos: number,
+    line: string,
+    metadata: Readonly<Record<string, string>>,
+  ) {
+    this.#seconds = seconds;
+    this.#wideSeconds = wideSeconds;
+    this.#nanos = nanos;
+    this.#ns = undefined;
+    this.line = line;
+    this.metadata = metadata;
+  }
+
+  get timestampNs(): bigint {
+    this.#ns ??= (this.#wideSeconds ?? BigInt(this.#seconds)) * NS_PER_S + BigInt(this.#nanos);
+    return this.#ns;
+  }
+}
+
+/** The varint just read, as its low and high 32 bits (unsigned). */
+let lo = 0;
+let hi = 0;
+
+/**
+ * One decode pass over one body; `pos` moves forward only. Every read is bounded by the end of the
+ * message it belongs to (`limit`), so a field cannot spill into its parent's next field.
+ */
+class WireReader {
+  readonly buf: Buffer;
+  pos = 0;
+
+  constructor(buf: Buffer) {
+    this.buf = buf;
+  }
+
+  fail(what: string, at = this.pos): BodyDecodeError {
+    return new BodyDecodeError(
+      `protobuf decode error: ${what} at byte ${at} of ${this.buf.length}; the body is not a valid ` +
+        "logproto.PushRequest (check the sender's encoder against proto/loki_push.proto)",
+    );
+  }
+
+  /** Reads a varint of up to 10 bytes into lo/hi. */
+  varint64(limit: number, what: string): void {
+    const buf = this.buf;
+    const start = this.pos;
+    let pos = start;
+    let b: number;
+    lo = 0;
+    hi = 0;
+    for (let shift = 0; shift < 28; shift += 7) {
+      if (pos >= limit) throw this.fail(`truncated varint (${what})`, start);
+      b = buf[pos++]!;
+      lo |= (b & 0x7f) << shift;
+      if (b < 0x80) {
+        lo >>>= 0;
+        this.pos = pos;
+        return;
+      }
+    }
+    if (pos >= limit) throw this.fail(`truncated varint (${what})`, start);
+    b = buf[pos++]!;
+    lo = (lo | ((b & 0x7f) << 28)) >>> 0;
+    hi = (b & 0x7f) >> 4;
+    if (b < 0x80) {
+      this.pos = pos;
+      return;
+    }
+    for (let shift = 3; shift < 38; shift += 7) {
+      if (pos >= limit) throw this.fail(`truncated varint (${what})`, start);
+      b = buf[pos++]!;
+      hi = (hi | ((b & 0x7f) << shift)) >>> 0;
+      if (b < 0x80) {
+        this.pos = pos;
+        return;
+      }
+    }
+    throw this.fail(`varint longer than 10 bytes (${what})`, start);
+  }
+
+  /** A tag or a length: unsigned, below 2^32 (anything longer is refused by the caller's bounds). */
+  uint32(limit: number, what: string): number {
+    const pos = this.pos;
+    if (pos < limit) {
+      const b = this.buf[pos]!;
+      if (b < 0x80) {
+        this.pos = pos + 1;
+        return b;
+      }
+    }
+    this.varint64(limit, what);
+    if (hi !== 0) throw this.fail(`${what} ${hi * 2 ** 32 + lo} does not fit 32 bits`, pos);
+    return lo;
+  }
+
+  /** The end of a length-delimited field that starts here; refused when it runs past `limit`. */
+  delimited(limit: number, what: string): number {
+    const at = this.pos;
+    const len = this.uint32(limit, `${what} length`);
+    const end = this.pos + len;
+    if (end > limit) {
+      throw this.fail(
+        `${what} of ${len} bytes runs past the end of its message (${limit - this.pos} left)`,
+        at,
+      );
+    }
+    return end;
+  }
+
+  string(limit: number, what: string): string {
+    const end = this.delimited(limit, what);
+    const start = this.pos;
+    this.pos = end;
+    if (start === end) return "";
+    return HAS_UTF8_SLICE
+      ? (this.buf as unknown as FastSlicer).utf8Slice(start, end)
+      : this.buf.toString("utf8", start, end);
+  }
+
+  /** Reads a tag; field 0 and the two undefined wire types are refused here. */
+  tag(limit: number): number {
+    const at = this.pos;
+    const tag = this.uint32(limit, "field tag");
+    if (tag >>> 3 === 0) throw this.fail("field number 0 in a tag", at);
+    const wire = tag & 7;
+    if (wire > FIXED32) throw this.fail(`invalid wire type ${wire}`, at);
+    return tag;
+  }
+
+  expect(tag: number, wire: number, field: string, at: number): void {
+    if ((tag & 7) !== wire) throw this.fail(`${field} has wire type ${tag & 7}, expected ${wire}`, at);
+  }
+
+  /** Skips the value of an unknown field (Loki's decoder skips them too). */
+  skip(tag: number, limit: number, depth = 0): void {
+    const at = this.pos;
+    switch (tag & 7) {
+      case VARINT:
+        this.varint64(limit, `unknown field ${tag >>> 3}`);
+        return;
+      case FIXED64:
+      case FIXED32: {
+        const size = (tag & 7) === FIXED64 ? 8 : 4;
+        if (this.pos + size > limit)
+          throw this.fail(`truncated fixed${size * 8} (unknown field ${tag >>> 3})`, at);
+        this.pos += size;
+        return;
+      }
+      case LEN:
+        this.pos = this.delimited(limit, `unknown field ${tag >>> 3}`);
+        return;
+      case START_GROUP: {
+        if (depth >= MAX_GROUP_DEPTH) throw this.fail(`groups nested deeper than ${MAX_GROUP_DEPTH}`, at);
+        for (;;) {
+          if (this.pos >= limit) throw this.fail(`group ${tag >>> 3} has no end`, at);
+          const tagAt = this.pos;
+          const inner = this.tag(limit);
+          if ((inner & 7) === END_GROUP) {
+            if (inner >>> 3 !== tag >>> 3)
+              throw this.fail(`group ${tag >>> 3} ended by ${inner >>> 3}`, tagAt);
+            return;
+          }
+          this.skip(inner, limit, depth + 1);
+        }
+      }
+      default:
+        throw this.fail(`end of group ${tag >>> 3} without a start`, at);
+    }
+  }
+}
+
+/** Timestamp.seconds and .nanos of the entry being read (module scope: decoding is synchronous). */
+let seconds = 0;
+let wideSeconds: bigint | undefined;
+let nanos = 0;
+
+/** google.protobuf.Timestamp, merged into seconds/nanos as protobuf merges a repeated message field. */
+function readTimestamp(r: WireReader, limit: number): void {
+  while (r.pos < limit) {
+    const at = r.pos;
+    const tag = r.tag(limit);
+    switch (tag >>> 3) {
+      case 1: {
+        r.expect(tag, VARINT, "Timestamp.seconds", at);
+        r.varint64(limit, "Timestamp.seconds");
+        // int64: two's complement; exact as a double while within ±2^53.
+        const high = hi | 0;
+        if (high >= -0x200000 && high < 0x200000) {
+          seconds = high * 0x100000000 + lo;
+          wideSeconds = undefined;
+        } else {
+          seconds = 0;
+          wideSeconds = BigInt.asIntN(64, (BigInt(hi) << 32n) | BigInt(lo));
+        }
+        break;
+      }
+      case 2:
+        r.expect(tag, VARINT, "Timestamp.nanos", at);
+        r.varint64(limit, "Timestamp.nanos");
+        nanos = lo | 0; // int32: the low 32 bits, signed
+        break;
+      default:
+        r.skip(tag, limit);
+    }
+  }
+}
+
+/** One LabelPairAdapter into `into`; returns it, created on the entry's first pair. */
+function readPair(
+  r: WireReader,
+  limit: number,
+  into: Record<string, string> | undefined,
+): Record<string, string> {
+  let name = "";
+  let value = "";
+  while (r.pos < limit) {
+    const at = r.pos;
+    const tag = r.tag(limit);
+    switch (tag >>> 3) {
+      case 1:
+        r.expect(tag, LEN, "LabelPairAdapter.name", at);
+        name = r.string(limit, "LabelPairAdapter.name");
+        break;
+      case 2:
+        r.expect(tag, LEN, "LabelPairAdapter.value", at);
+        value = r.string(limit, "LabelPairAdapter.value");
+        break;
+      default:
+        r.skip(tag, limit);
+    }
+  }
+  const map = into ?? {};
+  // A plain assignment to "__proto__" would set the prototype, not a key.
+  if (name === "__proto__")
+    Object.defineProperty(map, name, { value, enumerable: true, writable: true, configurable: true });
+  else map[name] = value;
+  return map;
+}
+
+function readEntry(r: WireReader, limit: number): WireEntry {
+  seconds = 0;
+  wideSeconds = undefined;
+  nanos = 0;
+  let line = "";
+  let metadata: Record<string, string> | undefined;
+  while (r.pos < limit) {
+    const at = r.pos;
+    const tag = r.tag(limit);
+    switch (tag >>> 3) {
+      case 1:
+        r.expect(tag, LEN, "EntryAdapter.timestamp", at);
+        readTimestamp(r, r.delimited(limit, "EntryAdapter.timestamp"));
+        break;
+      case 2:
+        r.expect(tag, LEN, "EntryAdapter.line", at);
+        line = r.string(limit, "EntryAdapter.line");
+        break;
+      case 3:
+        r.expect(tag, LEN, "EntryAdapter.structuredMetadata", at);
+        metadata = readPair(r, r.delimited(limit, "EntryAdapter.structuredMetadata"), metadata);
+        break;
+      default:
+        r.skip(tag, limit);
+    }
+  }
+  return new WireEntry(seconds, wideSeconds, nanos, line, metadata ?? EMPTY_METADATA);
+}
+
+function readStream(r: WireReader, limit: number): DecodedStream {
+  let labels = "";
+  const entries: DecodedEntry[] = [];
+  while (r.pos < limit) {
+    const at = r.pos;
+    const tag = r.tag(limit);
+    switch (tag >>> 3) {
+      case 1:
+        r.expect(tag, LEN, "StreamAdapter.labels", at);
+        labels = r.string(limit, "StreamAdapter.labels");
+        break;
+      case 2:
+        r.expect(tag, LEN, "StreamAdapter.entries", at);
+        entries.push(readEntry(r, r.delimited(limit, "StreamAdapter.entries")));
+        break;
+      case 3:
+        r.expect(tag, VARINT, "StreamAdapter.hash", at);
+        r.varint64(limit, "StreamAdapter.hash");
+        break;
+      default:
+        r.skip(tag, limit);
+    }
+  }
+  return { labels, entries };
+}
+
+/** An uncompressed logproto.PushRequest → its streams; BodyDecodeError (400) when malformed. */
+export function decodePushRequest(body: Buffer): DecodedStream[] {
+  const r = new WireReader(body);
+  const limit = body.length;
+  const streams: DecodedStream[] = [];
+  while (r.pos < limit) {
+    const at = r.pos;
+    const tag = r.tag(limit);
+    if (tag >>> 3 === 1) {
+      r.expect(tag, LEN, "PushRequest.streams", at);
+      streams.push(readStream(r, r.delimited(limit, "PushRequest.streams")));
+    } else {
+      r.skip(tag, limit);
+    }
+  }
+  return streams;
+}
