@@ -25,6 +25,16 @@ interface FastSlicer {
 }
 const HAS_UTF8_SLICE = typeof (Buffer.prototype as unknown as Partial<FastSlicer>).utf8Slice === "function";
 
+/**
+ * Metadata names and short values repeat from entry to entry (`level`, `info`, a user id): a short
+ * ASCII field is looked up by a hash of its bytes and the string already made for the same bytes is
+ * reused, so the common pair costs no native call and no allocation. A slot holds the last string
+ * hashed to it; a collision only costs a fresh string.
+ */
+const INTERN_MAX_BYTES = 32;
+const INTERN_SLOTS = 4096; // a power of two
+const interned: string[] = new Array<string>(INTERN_SLOTS).fill("");
+
 const EMPTY_METADATA: Readonly<Record<string, string>> = Object.freeze({});
 
 /**
@@ -154,8 +164,47 @@ class WireReader {
   string(limit: number, what: string): string {
     const end = this.delimited(limit, what);
     const start = this.pos;
-    this.pos = end;
     if (start === end) return "";
+    return this.slice(start, end);
+  }
+
+  /** A metadata name or value: short ASCII ones through the intern table, others as string(). */
+  shortString(limit: number, what: string): string {
+    const end = this.delimited(limit, what);
+    const start = this.pos;
+    const len = end - start;
+    if (len === 0) {
+      this.pos = end;
+      return "";
+    }
+    if (len > INTERN_MAX_BYTES) return this.slice(start, end);
+    const buf = this.buf;
+    let h = len;
+    for (let i = start; i < end; i++) {
+      const c = buf[i]!;
+      if (c >= 0x80) return this.slice(start, end);
+      h = Math.imul(h ^ c, 0x01000193); // FNV-1a's prime
+    }
+    const slot = (h ^ (h >>> 16)) & (INTERN_SLOTS - 1);
+    const known = interned[slot]!;
+    this.pos = end;
+    if (known.length === len) {
+      let same = true;
+      for (let i = 0; i < len; i++) {
+        if (known.charCodeAt(i) !== buf[start + i]) {
+          same = false;
+          break;
+        }
+      }
+      if (same) return known;
+    }
+    const fresh = this.slice(start, end);
+    interned[slot] = fresh;
+    return fresh;
+  }
+
+  slice(start: number, end: number): string {
+    this.pos = end;
     return HAS_UTF8_SLICE
       ? (this.buf as unknown as FastSlicer).utf8Slice(start, end)
       : this.buf.toString("utf8", start, end);
@@ -263,11 +312,11 @@ function readPair(
     switch (tag >>> 3) {
       case 1:
         r.expect(tag, LEN, "LabelPairAdapter.name", at);
-        name = r.string(limit, "LabelPairAdapter.name");
+        name = r.shortString(limit, "LabelPairAdapter.name");
         break;
       case 2:
         r.expect(tag, LEN, "LabelPairAdapter.value", at);
-        value = r.string(limit, "LabelPairAdapter.value");
+        value = r.shortString(limit, "LabelPairAdapter.value");
         break;
       default:
         r.skip(tag, limit);
