@@ -1,9 +1,10 @@
 // Reads a logproto.PushRequest straight off the wire: the simulated Loki's hot path, so no message
-// objects, no int64 → string → BigInt round trip per timestamp, one string per line or metadata field.
+// objects, no int64 → string → BigInt round trip per timestamp, and no string made before it is read.
 // Strict like Loki's generated Unmarshal: a truncated varint, a length past the end of its message, a
 // known field with the wrong wire type or an invalid tag refuses the body (protobufjs skips a field
 // of the wrong wire type as unknown). loki-decode-reference.ts reads the same bytes with protobufjs;
 // test/sim/loki-decode-fast.test.ts requires the two to agree. Field numbers: proto/loki_push.proto.
+import { isUtf8 } from "node:buffer";
 import { BodyDecodeError, type DecodedEntry, type DecodedStream } from "./loki-decoded.ts";
 
 const NS_PER_S = 1_000_000_000n;
@@ -38,36 +39,67 @@ const interned: string[] = new Array<string>(INTERN_SLOTS).fill("");
 const EMPTY_METADATA: Readonly<Record<string, string>> = Object.freeze({});
 
 /**
- * An entry whose timestamp stays two numbers until someone asks for the BigInt: the receiver's
- * validation needs it only when an age limit or the out-of-order window is on, or when it keeps entries.
+ * An entry that stays a view of the body until someone reads it: the timestamp stays two numbers
+ * until a check asks for the BigInt (an age limit, the out-of-order window, a store that keeps
+ * entries), and the line and metadata stay bytes until read (the poison rule, a store that keeps
+ * entries, a limit the wire sizes cannot rule out). The body was fully checked when the entry was
+ * made, so reading later cannot fail. Entries must not outlive the request: they hold its body.
  */
 class WireEntry implements DecodedEntry {
-  readonly line: string;
-  readonly metadata: Readonly<Record<string, string>>;
+  readonly lineBound: number;
+  readonly metadataCountBound: number;
+  readonly metadataLengthBound: number;
+  readonly #buf: Buffer;
+  /** The EntryAdapter message's bytes, re-read for the metadata. */
+  readonly #start: number;
+  readonly #end: number;
+  readonly #lineStart: number;
   readonly #seconds: number;
   /** Set instead of #seconds when the seconds do not fit a double exactly (beyond ±2^53). */
   readonly #wideSeconds: bigint | undefined;
   readonly #nanos: number;
-  #ns: bigint | undefined;
+  #ns: bigint | undefined = undefined;
+  #line: string | undefined = undefined;
+  #metadata: Readonly<Record<string, string>> | undefined = undefined;
 
   constructor(
-    seconds: number,
-    wideSeconds: bigint | undefined,
-    nanos: number,
-    line: string,
-    metadata: Readonly<Record<string, string>>,
+    buf: Buffer,
+    start: number,
+    end: number,
+    lineStart: number,
+    lineEnd: number,
+    pairs: number,
+    pairBytes: number,
   ) {
+    this.#buf = buf;
+    this.#start = start;
+    this.#end = end;
+    this.#lineStart = lineStart;
+    this.lineBound = lineEnd - lineStart;
+    this.metadataCountBound = pairs;
+    this.metadataLengthBound = pairBytes;
     this.#seconds = seconds;
     this.#wideSeconds = wideSeconds;
     this.#nanos = nanos;
-    this.#ns = undefined;
-    this.line = line;
-    this.metadata = metadata;
   }
 
   get timestampNs(): bigint {
     this.#ns ??= (this.#wideSeconds ?? BigInt(this.#seconds)) * NS_PER_S + BigInt(this.#nanos);
     return this.#ns;
+  }
+
+  get line(): string {
+    this.#line ??=
+      this.lineBound === 0
+        ? ""
+        : new WireReader(this.#buf).slice(this.#lineStart, this.#lineStart + this.lineBound);
+    return this.#line;
+  }
+
+  get metadata(): Readonly<Record<string, string>> {
+    this.#metadata ??=
+      this.metadataCountBound === 0 ? EMPTY_METADATA : readMetadata(this.#buf, this.#start, this.#end);
+    return this.#metadata;
   }
 }
 
@@ -82,9 +114,52 @@ let hi = 0;
 class WireReader {
   readonly buf: Buffer;
   pos = 0;
+  /** The body's memory as 32-bit words, for the ASCII check; made on first use. */
+  #words: Int32Array | undefined;
 
   constructor(buf: Buffer) {
     this.buf = buf;
+  }
+
+  /**
+   * Refuses a string field whose bytes are not UTF-8, as protobufjs (proto3 verifies strings) does.
+   * ASCII, the common case, is checked a word at a time in JS; anything else by node:buffer's isUtf8.
+   */
+  checkUtf8(start: number, end: number, what: string): void {
+    const buf = this.buf;
+    let i = start;
+    if (end - start >= 32) {
+      const base = buf.byteOffset;
+      while (((base + i) & 3) !== 0) {
+        if (buf[i]! >= 0x80) {
+          this.checkUtf8Slow(start, end, what);
+          return;
+        }
+        i++;
+      }
+      this.#words ??= new Int32Array(buf.buffer, 0, buf.buffer.byteLength >> 2);
+      const words = this.#words;
+      const last = (base + end) >> 2;
+      let any = 0;
+      for (let w = (base + i) >> 2; w < last; w++) any |= words[w]!;
+      if ((any & 0x80808080) !== 0) {
+        this.checkUtf8Slow(start, end, what);
+        return;
+      }
+      i = (last << 2) - base;
+    }
+    for (; i < end; i++)
+      if (buf[i]! >= 0x80) {
+        this.checkUtf8Slow(start, end, what);
+        return;
+      }
+  }
+
+  checkUtf8Slow(start: number, end: number, what: string): void {
+    const buf = this.buf;
+    if (!isUtf8(new Uint8Array(buf.buffer, buf.byteOffset + start, end - start))) {
+      throw this.fail(`${what} is not valid UTF-8`, start);
+    }
   }
 
   fail(what: string, at = this.pos): BodyDecodeError {
@@ -165,6 +240,7 @@ class WireReader {
     const end = this.delimited(limit, what);
     const start = this.pos;
     if (start === end) return "";
+    this.checkUtf8(start, end, what);
     return this.slice(start, end);
   }
 
@@ -298,44 +374,72 @@ function readTimestamp(r: WireReader, limit: number): void {
   }
 }
 
-/** One LabelPairAdapter into `into`; returns it, created on the entry's first pair. */
-function readPair(
-  r: WireReader,
-  limit: number,
-  into: Record<string, string> | undefined,
-): Record<string, string> {
-  let name = "";
-  let value = "";
+/** Checks one LabelPairAdapter; returns the bytes of its name and value fields (all of them). */
+function scanPair(r: WireReader, limit: number): number {
+  let bytes = 0;
   while (r.pos < limit) {
     const at = r.pos;
     const tag = r.tag(limit);
+    const field = tag >>> 3;
+    if (field === 1 || field === 2) {
+      const what = field === 1 ? "LabelPairAdapter.name" : "LabelPairAdapter.value";
+      r.expect(tag, LEN, what, at);
+      const end = r.delimited(limit, what);
+      r.checkUtf8(r.pos, end, what);
+      bytes += end - r.pos;
+      r.pos = end;
+    } else {
+      r.skip(tag, limit);
+    }
+  }
+  return bytes;
+}
+
+/** One LabelPairAdapter into `map`, as protobufjs + Object.fromEntries would: the last name wins. */
+function readPair(r: WireReader, limit: number, map: Record<string, string>): void {
+  let name = "";
+  let value = "";
+  while (r.pos < limit) {
+    const tag = r.tag(limit);
     switch (tag >>> 3) {
       case 1:
-        r.expect(tag, LEN, "LabelPairAdapter.name", at);
         name = r.shortString(limit, "LabelPairAdapter.name");
         break;
       case 2:
-        r.expect(tag, LEN, "LabelPairAdapter.value", at);
         value = r.shortString(limit, "LabelPairAdapter.value");
         break;
       default:
         r.skip(tag, limit);
     }
   }
-  const map = into ?? {};
   // A plain assignment to "__proto__" would set the prototype, not a key.
   if (name === "__proto__")
     Object.defineProperty(map, name, { value, enumerable: true, writable: true, configurable: true });
   else map[name] = value;
+}
+
+/** The structuredMetadata of an EntryAdapter already checked by readEntry. */
+function readMetadata(buf: Buffer, start: number, end: number): Record<string, string> {
+  const r = new WireReader(buf);
+  r.pos = start;
+  const map: Record<string, string> = {};
+  while (r.pos < end) {
+    const tag = r.tag(end);
+    if (tag >>> 3 === 3) readPair(r, r.delimited(end, "EntryAdapter.structuredMetadata"), map);
+    else r.skip(tag, end);
+  }
   return map;
 }
 
 function readEntry(r: WireReader, limit: number): WireEntry {
+  const start = r.pos;
   seconds = 0;
   wideSeconds = undefined;
   nanos = 0;
-  let line = "";
-  let metadata: Record<string, string> | undefined;
+  let lineStart = 0;
+  let lineEnd = 0;
+  let pairs = 0;
+  let pairBytes = 0;
   while (r.pos < limit) {
     const at = r.pos;
     const tag = r.tag(limit);
@@ -346,17 +450,21 @@ function readEntry(r: WireReader, limit: number): WireEntry {
         break;
       case 2:
         r.expect(tag, LEN, "EntryAdapter.line", at);
-        line = r.string(limit, "EntryAdapter.line");
+        lineEnd = r.delimited(limit, "EntryAdapter.line");
+        lineStart = r.pos;
+        r.checkUtf8(lineStart, lineEnd, "EntryAdapter.line");
+        r.pos = lineEnd;
         break;
       case 3:
         r.expect(tag, LEN, "EntryAdapter.structuredMetadata", at);
-        metadata = readPair(r, r.delimited(limit, "EntryAdapter.structuredMetadata"), metadata);
+        pairs++;
+        pairBytes += scanPair(r, r.delimited(limit, "EntryAdapter.structuredMetadata"));
         break;
       default:
         r.skip(tag, limit);
     }
   }
-  return new WireEntry(seconds, wideSeconds, nanos, line, metadata ?? EMPTY_METADATA);
+  return new WireEntry(r.buf, start, limit, lineStart, lineEnd, pairs, pairBytes);
 }
 
 function readStream(r: WireReader, limit: number): DecodedStream {

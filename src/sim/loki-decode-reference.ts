@@ -36,10 +36,20 @@ export function decodePushRequestReference(raw: Buffer): DecodedStream[] {
   }
   return (message.streams ?? []).map((s) => ({
     labels: s.labels ?? "",
-    entries: (s.entries ?? []).map((e) => ({
-      timestampNs: BigInt(e.timestamp?.seconds ?? "0") * 1_000_000_000n + BigInt(e.timestamp?.nanos ?? 0),
-      line: e.line ?? "",
-      metadata: Object.fromEntries((e.structuredMetadata ?? []).map((p) => [p.name ?? "", p.value ?? ""])),
-    })),
+    entries: (s.entries ?? []).map((e) => {
+      const line = e.line ?? "";
+      const metadata = Object.fromEntries(
+        (e.structuredMetadata ?? []).map((p) => [p.name ?? "", p.value ?? ""]),
+      );
+      const names = Object.keys(metadata);
+      return {
+        timestampNs: BigInt(e.timestamp?.seconds ?? "0") * 1_000_000_000n + BigInt(e.timestamp?.nanos ?? 0),
+        line,
+        metadata,
+        lineBound: line.length,
+        metadataCountBound: names.length,
+        metadataLengthBound: names.reduce((n, k) => n + k.length + metadata[k]!.length, 0),
+      };
+    }),
   }));
 }

@@ -38,7 +38,21 @@ function decodeJson(raw: Buffer): DecodedStream[] {
       if (typeof line !== "string") throw new BodyDecodeError(`${where} line is not a string`);
       if (meta !== undefined && !isStringMap(meta))
         throw new BodyDecodeError(`${where} metadata is not a string map`);
-      return { timestampNs: BigInt(ts), line, metadata: meta ?? {} };
+      const metadata = meta ?? {};
+      let metadataCountBound = 0;
+      let metadataLengthBound = 0;
+      for (const k in metadata) {
+        metadataCountBound++;
+        metadataLengthBound += k.length + metadata[k]!.length;
+      }
+      return {
+        timestampNs: BigInt(ts),
+        line,
+        metadata,
+        lineBound: line.length,
+        metadataCountBound,
+        metadataLengthBound,
+      };
     });
     return { labels: s.stream, entries };
   });

@@ -6,6 +6,14 @@ export interface DecodedEntry {
   readonly timestampNs: bigint;
   readonly line: string;
   readonly metadata: Readonly<Record<string, string>>;
+  /**
+   * Upper bounds, free to read, that let validation skip measuring: ≥ line.length, ≥ the number of
+   * metadata names, ≥ the total length of metadata names and values (UTF-16 units). The protobuf
+   * decoder gives byte counts off the wire (UTF-8 never decodes to more units than bytes).
+   */
+  readonly lineBound: number;
+  readonly metadataCountBound: number;
+  readonly metadataLengthBound: number;
 }
 
 export interface DecodedStream {

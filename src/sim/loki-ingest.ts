@@ -1,7 +1,7 @@
 // Validates decoded streams like Loki's distributor (and, for the out-of-order window, its
 // ingester) and stores what passes. Like Loki, acceptance is per entry: valid entries of a request
 // are kept even when others in it are refused, and the 400 names the refused ones in Loki's words.
-import type { DecodedStream } from "./loki-decode.ts";
+import type { DecodedEntry, DecodedStream } from "./loki-decoded.ts";
 import { LabelSyntaxError, canonicalLabels, labelSetProblem, parseLabelSelector } from "./loki-labels.ts";
 import {
   groupedErrors,
@@ -60,32 +60,26 @@ const utf8 = (s: string): number => Buffer.byteLength(s, "utf8");
 
 /**
  * A UTF-16 code unit is at most 3 bytes of UTF-8 (a surrogate pair is 4 bytes for 2 units, a lone
- * surrogate becomes U+FFFD, 3 bytes), so a string of n units below limit/3 cannot break a byte limit
- * and is not measured: the common entry costs no native call.
+ * surrogate becomes U+FFFD, 3 bytes), so a string whose length bound (DecodedEntry) is below limit/3
+ * cannot break a byte limit and is neither measured nor, from protobuf, even made.
  */
 const MAX_UTF8_PER_UNIT = 3;
 
 /** Loki's structured metadata limits on one entry: bytes of names and values first, then count. */
-function metadataProblem(
-  metadata: Readonly<Record<string, string>>,
-  stream: string,
-  limits: IngestLimits,
-): string | undefined {
-  let count = 0;
-  let units = 0;
-  for (const k in metadata) {
-    count++;
-    units += k.length + metadata[k]!.length;
-  }
-  if (count === 0) return undefined;
+function metadataProblem(entry: DecodedEntry, stream: string, limits: IngestLimits): string | undefined {
+  if (entry.metadataCountBound === 0) return undefined;
   const maxBytes = limits.maxStructuredMetadataBytes;
-  if (maxBytes > 0 && units * MAX_UTF8_PER_UNIT > maxBytes) {
+  if (maxBytes > 0 && entry.metadataLengthBound * MAX_UTF8_PER_UNIT > maxBytes) {
+    const metadata = entry.metadata;
     let bytes = 0;
     for (const k in metadata) bytes += utf8(k) + utf8(metadata[k]!);
     if (bytes > maxBytes) return metadataTooLarge(stream, bytes, maxBytes);
   }
   const maxEntries = limits.maxStructuredMetadataEntries;
-  if (maxEntries > 0 && count > maxEntries) return metadataTooMany(stream, count, maxEntries);
+  if (maxEntries > 0 && entry.metadataCountBound > maxEntries) {
+    const count = Object.keys(entry.metadata).length;
+    if (count > maxEntries) return metadataTooMany(stream, count, maxEntries);
+  }
   return undefined;
 }
 
@@ -157,20 +151,19 @@ export function ingest(streams: DecodedStream[], store: AcceptedStore, limits: I
         refuse(400, tooNew(name, entry.timestampNs));
         continue;
       }
-      const line = entry.line;
-      if (maxLineBytes > 0 && line.length * MAX_UTF8_PER_UNIT > maxLineBytes) {
-        const lineBytes = utf8(line);
+      if (maxLineBytes > 0 && entry.lineBound * MAX_UTF8_PER_UNIT > maxLineBytes) {
+        const lineBytes = utf8(entry.line);
         if (lineBytes > maxLineBytes) {
           refuse(400, lineTooLong(maxLineBytes, name, lineBytes));
           continue;
         }
       }
-      const metaProblem = metadataProblem(entry.metadata, name, limits);
+      const metaProblem = metadataProblem(entry, name, limits);
       if (metaProblem !== undefined) {
         refuse(400, metaProblem);
         continue;
       }
-      if (poison && line.includes(poison.marker)) {
+      if (poison && entry.line.includes(poison.marker)) {
         refuse(
           poison.status,
           `entry for stream '${name}' at ${entry.timestampNs} contains the poison marker ${JSON.stringify(poison.marker)}`,

@@ -277,6 +277,84 @@ test("truncated and overrunning bodies are refused by both decoders", () => {
   bothRefuse(Buffer.from([0x13, 0x1c]), /group 2 ended by 3/, "mismatched group end");
 });
 
+test("strings that are not UTF-8 are refused by both, wherever they are; a BOM is kept", () => {
+  const bad: [string, Buffer][] = [
+    ["lone continuation", Buffer.from([0x61, 0x80])],
+    ["truncated sequence", Buffer.from([0xe2, 0x82])],
+    ["overlong", Buffer.from([0xc0, 0x80])],
+    ["surrogate", Buffer.from([0xed, 0xa0, 0x80])],
+    ["beyond U+10FFFF", Buffer.from([0xf4, 0x90, 0x80, 0x80])],
+    [
+      "0xff in a long ASCII run",
+      Buffer.concat([Buffer.alloc(70, 0x61), Buffer.from([0xff]), Buffer.alloc(9, 0x62)]),
+    ],
+    [
+      "a cut sequence at the end of a long run",
+      Buffer.concat([Buffer.alloc(40, 0x61), Buffer.from([0xf0, 0x9f])]),
+    ],
+  ];
+  const where: [string, (w: protobuf.Writer, bytes: Buffer) => void][] = [
+    [
+      "StreamAdapter.labels",
+      (w, b) => {
+        sub(w, 1, (s) => s.uint32(tag(1, 2)).bytes(b));
+      },
+    ],
+    [
+      "EntryAdapter.line",
+      (w, b) => {
+        sub(w, 1, (s) => {
+          sub(s, 2, (e) => e.uint32(tag(2, 2)).bytes(b));
+        });
+      },
+    ],
+    [
+      "LabelPairAdapter.name",
+      (w, b) => {
+        sub(w, 1, (s) => {
+          sub(s, 2, (e) => {
+            sub(e, 3, (p) => p.uint32(tag(1, 2)).bytes(b));
+          });
+        });
+      },
+    ],
+    [
+      "LabelPairAdapter.value",
+      (w, b) => {
+        sub(w, 1, (s) => {
+          sub(s, 2, (e) => {
+            sub(e, 3, (p) => p.uint32(tag(2, 2)).bytes(b));
+          });
+        });
+      },
+    ],
+  ];
+  for (const [field, write] of where) {
+    for (const [kind, bytes] of bad) {
+      bothRefuse(
+        body((w) => {
+          write(w, bytes);
+        }),
+        new RegExp(`${field.replace(".", "\\.")} is not valid UTF-8`),
+        `${kind} in ${field}`,
+      );
+    }
+    const fine = Buffer.from("\uFEFFbom, é€😀 and " + "ascii ".repeat(20));
+    const [stream] = agree(
+      body((w) => {
+        write(w, fine);
+      }),
+      `valid UTF-8 in ${field}`,
+    );
+    assert.ok(stream, field);
+  }
+  // A string field of an unknown number is bytes: not checked by either.
+  agree(
+    body((w) => w.uint32(tag(9, 2)).bytes(Buffer.from([0xff]))),
+    "unknown bytes",
+  );
+});
+
 test("what Loki refuses and protobufjs skips: a known field of the wrong wire type, an 11-byte varint", () => {
   const cases: [Buffer, RegExp, string][] = [
     [
