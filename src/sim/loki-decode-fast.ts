@@ -36,6 +36,12 @@ const INTERN_MAX_BYTES = 32;
 const INTERN_SLOTS = 4096; // a power of two
 const interned: string[] = new Array<string>(INTERN_SLOTS).fill("");
 
+function utf8Slice(buf: Buffer, start: number, end: number): string {
+  return HAS_UTF8_SLICE
+    ? (buf as unknown as FastSlicer).utf8Slice(start, end)
+    : buf.toString("utf8", start, end);
+}
+
 const EMPTY_METADATA: Readonly<Record<string, string>> = Object.freeze({});
 
 /**
@@ -281,9 +287,7 @@ class WireReader {
 
   slice(start: number, end: number): string {
     this.pos = end;
-    return HAS_UTF8_SLICE
-      ? (this.buf as unknown as FastSlicer).utf8Slice(start, end)
-      : this.buf.toString("utf8", start, end);
+    return utf8Slice(this.buf, start, end);
   }
 
   /** Reads a tag; field 0 and the two undefined wire types are refused here. */
