@@ -2,7 +2,7 @@
 // objects, no int64 → string → BigInt round trip per timestamp, and no string made before it is read.
 // Strict like Loki's generated Unmarshal: a truncated varint, a length past the end of its message, a
 // known field with the wrong wire type or an invalid tag refuses the body (protobufjs skips a field
-// of the wrong wire type as unknown). loki-decode-reference.ts reads the same bytes with protobufjs;
+// of the wrong wire type as unknown); like protobufjs, so is a string field that is not UTF-8. loki-decode-reference.ts reads the same bytes with protobufjs;
 // test/sim/loki-decode-fast.test.ts requires the two to agree. Field numbers: proto/loki_push.proto.
 import { isUtf8 } from "node:buffer";
 import { BodyDecodeError, type DecodedEntry, type DecodedStream } from "./loki-decoded.ts";
@@ -17,7 +17,7 @@ const START_GROUP = 3;
 const END_GROUP = 4;
 const FIXED32 = 5;
 
-/** Deeper group nesting than this in an unknown field is refused (protobufjs and Go stop at 100). */
+/** Groups nested deeper than this inside an unknown field are refused: skipping them recurses. */
 const MAX_GROUP_DEPTH = 100;
 
 // Node's direct slicer skips toString()'s encoding dispatch; the same bytes → the same string.
@@ -84,6 +84,7 @@ class WireEntry implements DecodedEntry {
     this.lineBound = lineEnd - lineStart;
     this.metadataCountBound = pairs;
     this.metadataLengthBound = pairBytes;
+    // The timestamp readEntry just read (module state, see readTimestamp).
     this.#seconds = seconds;
     this.#wideSeconds = wideSeconds;
     this.#nanos = nanos;
@@ -96,9 +97,7 @@ class WireEntry implements DecodedEntry {
 
   get line(): string {
     this.#line ??=
-      this.lineBound === 0
-        ? ""
-        : new WireReader(this.#buf).slice(this.#lineStart, this.#lineStart + this.lineBound);
+      this.lineBound === 0 ? "" : utf8Slice(this.#buf, this.#lineStart, this.#lineStart + this.lineBound);
     return this.#line;
   }
 
@@ -143,7 +142,7 @@ class WireReader {
         }
         i++;
       }
-      this.#words ??= new Int32Array(buf.buffer, 0, buf.buffer.byteLength >> 2);
+      this.#words ??= new Int32Array(buf.buffer, 0, buf.buffer.byteLength >>> 2);
       const words = this.#words;
       const last = (base + end) >> 2;
       let any = 0;
@@ -250,7 +249,7 @@ class WireReader {
     return this.slice(start, end);
   }
 
-  /** A metadata name or value: short ASCII ones through the intern table, others as string(). */
+  /** A metadata name or value (already checked as UTF-8): short ASCII ones through the intern table. */
   shortString(limit: number, what: string): string {
     const end = this.delimited(limit, what);
     const start = this.pos;
