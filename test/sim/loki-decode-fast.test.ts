@@ -409,6 +409,27 @@ test("what Loki refuses and protobufjs skips: a known field of the wrong wire ty
   }
 });
 
+test("interned metadata strings: thousands of distinct short values, collisions included, read twice", () => {
+  const batch = Array.from({ length: 9000 }, (_, i) =>
+    logEntry(
+      T0 + BigInt(i),
+      `l${i}`,
+      { job: "a" },
+      { level: i % 3 === 0 ? "info" : "warn", user_id: `u${i % 6000}` },
+    ),
+  );
+  const raw = encodePushRequest(groupStreams(batch));
+  agree(raw, "first read");
+  const [stream] = agree(raw, "second read, from the table");
+  assert.equal(stream!.entries[8999]!.metadata.user_id, "u2999");
+});
+
+test("groups nested past the depth bound are refused (protobufjs allows deeper, up to its own bound)", () => {
+  const deep = (n: number): Buffer => Buffer.concat([Buffer.alloc(n, tag(2, 3)), Buffer.alloc(n, tag(2, 4))]);
+  agree(deep(50), "50 nested groups");
+  assert.throws(() => decodePushRequest(deep(101)), /groups nested deeper than 100/);
+});
+
 test("the BigInt timestamp is built on first read and kept", () => {
   const [stream] = decodePushRequest(encodePushRequest(groupStreams([logEntry(T0 + 5n, "x", { job: "a" })])));
   const e = stream!.entries[0]!;
