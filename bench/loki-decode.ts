@@ -4,13 +4,14 @@
 //   decode   protobuf bytes → streams, every field read (timestamp, line, metadata): ours makes
 //            them on first read, so this is its full cost; `oursUnreadEps` is what the receiver
 //            pays when validation reads none of them
-//   receive  what the receiver does per push after reading the body: snappy, decode, validate
+//   receive  what the receiver does per push after reading the body: unsnappy, decode, validate
 //            (receiver defaults) and count into a `counts` store, as `startLokiReceiver` in bench/pipeline.ts
 // Run: `node bench/loki-decode.ts [entries] [batchSize]` prints one JSON line.
 import snappy from "snappy";
 import { makeCorpus } from "./codec.ts";
 import { groupStreams } from "../src/sinks/loki/streams.ts";
 import { encodePushRequest } from "../src/sinks/loki/encode-protobuf.ts";
+import { unsnappy } from "../src/sim/loki-decode.ts";
 import { decodePushRequest } from "../src/sim/loki-decode-fast.ts";
 import { decodePushRequestReference } from "../src/sim/loki-decode-reference.ts";
 import type { DecodedStream } from "../src/sim/loki-decoded.ts";
@@ -82,8 +83,7 @@ function receiveAll(compressed: readonly Buffer[], decode: Decoder, store: Accep
   store.clear();
   const limits = receiverLimits();
   for (const body of compressed) {
-    const plain = snappy.uncompressSync(body, { asBuffer: true }) as Buffer;
-    const result = ingest(decode(plain), store, limits);
+    const result = ingest(decode(unsnappy(body)), store, limits);
     if (result.status !== 204) throw new Error(`the receiver refused a push: ${result.body}`);
   }
   return store.accepted;
