@@ -30,7 +30,7 @@ const HAS_UTF8_SLICE = typeof (Buffer.prototype as unknown as Partial<FastSlicer
  * Metadata names and short values repeat from entry to entry (`level`, `info`, a user id): a short
  * ASCII field is looked up by a hash of its bytes and the string already made for the same bytes is
  * reused, so the common pair costs no native call and no allocation. A slot holds the last string
- * hashed to it; a collision only costs a fresh string.
+ * hashed to it; a collision only costs a fresh string. The table keeps at most 4096 × 32 bytes alive.
  */
 const INTERN_MAX_BYTES = 32;
 const INTERN_SLOTS = 4096; // a power of two
