@@ -23,6 +23,8 @@ import { EventLogObjectsSource } from "../../src/sources/eventlog-objects/source
 import { OBJECT_DEFAULTS } from "../../src/sources/eventlog-objects/settings.ts";
 import { NO_TRANSFORMS } from "../../src/egress/transforms.ts";
 import { ElfFileShaper } from "../../src/sources/eventlogfile/shape.ts";
+import { rowObject } from "../../src/salesforce/eventlogfile/csv-rows.ts";
+import { canonicalJson } from "../../src/sources/shaping/json.ts";
 import { PubSubSource, type PubSubSettings } from "../../src/sources/pubsub/source.ts";
 import { eachEntry } from "../../src/sources/source.ts";
 import { EntryShaper } from "../../src/sources/shaping/entry.ts";
@@ -385,6 +387,20 @@ describe("golden parity with the Python sf2loki (audit §2)", () => {
     it("falls back to the compact TIMESTAMP for the same instant", () => {
       const e = shaperFor(HEADER.slice(0, -1)).entry(CELLS.slice(0, -1), undefined, token);
       assert.equal(e?.timestampNs, 1714566896789000000n);
+    });
+
+    it("escapes every awkward cell as json.dumps(sort_keys=True) does", () => {
+      const awkward = ['say "hi"', "back\\slash", "tab\there\nnew", "Zürich", "\u007f", "😀", "", "\u0000"];
+      const shaper = shaperFor(HEADER);
+      for (const cell of awkward) {
+        const cells = [...CELLS];
+        cells[HEADER.indexOf("URI")] = cell;
+        cells[HEADER.indexOf("CLIENT_IP")] = cell;
+        assert.equal(shaper.entry(cells, undefined, token)?.line, canonicalJson(rowObject(HEADER, cells)));
+      }
+      const quoted = [...CELLS];
+      quoted[HEADER.indexOf("CLIENT_IP")] = 'say "hi"';
+      assert.ok(shaper.entry(quoted, undefined, token)?.line.startsWith('{"CLIENT_IP": "say \\"hi\\"", '));
     });
   });
 

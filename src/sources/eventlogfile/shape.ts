@@ -7,7 +7,7 @@ import { LogEntry, type CheckpointToken, type Labels } from "../../model.ts";
 import { detached, rowObject, type CsvRow } from "../../salesforce/eventlogfile/csv-rows.ts";
 import type { EventLogFileTypeSettings } from "./settings.ts";
 import type { EntryShaper } from "../shaping/entry.ts";
-import { canonicalJson, jsonString, rowRenderer } from "../shaping/json.ts";
+import { canonicalJson, jsonString, jsonStringBody, rowRenderer } from "../shaping/json.ts";
 import { deriveLevelBy } from "../shaping/level.ts";
 import { routeFields } from "../shaping/metadata.ts";
 import { timestampOf } from "../shaping/timestamp.ts";
@@ -27,7 +27,11 @@ export class ElfFileShaper {
   readonly #opts: ElfShapeOptions;
   readonly #index = new Map<string, number>();
   readonly #labels: Labels;
-  /** Cell positions in sorted-key order and their `"KEY": ` prefixes. */
+  /**
+   * Cell positions in sorted-key order, and what goes before each cell's escaped text: `{"A": "` for
+   * the first, `", "B": "` for the rest, so a row's line is two concatenations per cell (a row's
+   * string garbage is most of what the drain's GC collects).
+   */
   readonly #order: number[];
   readonly #prefixes: string[];
   readonly #fields: [string, number][];
@@ -53,7 +57,7 @@ export class ElfFileShaper {
     this.#order = [...this.#index.entries()]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([, i]) => i);
-    this.#prefixes = this.#order.map((i, n) => `${n === 0 ? "" : ", "}${jsonString(header[i]!)}: `);
+    this.#prefixes = this.#order.map((i, n) => `${n === 0 ? "{" : '", '}${jsonString(header[i]!)}: "`);
     this.#fields = this.#positions(opts.fields);
     this.#promoted = this.#positions(opts.type.labels);
     this.#tsA = this.#index.get(opts.timestampColumn);
@@ -86,9 +90,11 @@ export class ElfFileShaper {
       if (!shaper.keep(key, type.sample, type.name)) return undefined;
     }
     this.#cells = cells;
-    let line = "{";
-    for (let n = 0; n < this.#order.length; n++)
-      line += this.#prefixes[n]! + jsonString(cells[this.#order[n]!] ?? "");
+    const order = this.#order;
+    let line = order.length === 0 ? "{" : "";
+    for (let n = 0; n < order.length; n++)
+      line += this.#prefixes[n]! + jsonStringBody(cells[order[n]!] ?? "");
+    line += order.length === 0 ? "}" : '"}';
     const metadata: Labels = {};
     for (const [name, i] of this.#fields) metadata[name] = detached(cells[i] ?? "");
     metadata.level = deriveLevelBy(this.#get);
@@ -98,7 +104,7 @@ export class ElfFileShaper {
         (this.#tsB === undefined ? undefined : this.#tsMemoB.parse(cells[this.#tsB])) ??
         shaper.fallbackNs(fallbackNs),
       labels: this.#promoted.length === 0 ? this.#labels : this.#promote((i) => cells[i]),
-      line: line + "}",
+      line,
       structuredMetadata: metadata,
       checkpoint,
     });

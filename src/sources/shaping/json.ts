@@ -25,6 +25,11 @@ export function jsonString(s: string): string {
   return HAS_NON_ASCII.test(q) ? q.replace(NON_ASCII, escapeUnit) : q;
 }
 
+/** `jsonString(s)` without its quotes: `s` itself when nothing needs escaping. */
+export function jsonStringBody(s: string): string {
+  return NEEDS_ESCAPE.test(s) ? jsonString(s).slice(1, -1) : s;
+}
+
 function jsonNumber(n: number): string {
   if (Number.isNaN(n)) return "NaN";
   if (!Number.isFinite(n)) return n > 0 ? "Infinity" : "-Infinity";
