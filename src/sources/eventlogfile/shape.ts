@@ -29,11 +29,12 @@ export class ElfFileShaper {
   readonly #labels: Labels;
   /**
    * Cell positions in sorted-key order, and what goes before each cell's escaped text: `{"A": "` for
-   * the first, `", "B": "` for the rest, so a row's line is two concatenations per cell (a row's
-   * string garbage is most of what the drain's GC collects).
+   * the first, `", "B": "` for the rest. A row's line is one join of those and its cells: its string
+   * garbage is most of what the drain's GC collects.
    */
   readonly #order: number[];
-  readonly #prefixes: string[];
+  /** Prefix, cell, prefix, cell, ..., `"}`: the cells' slots are refilled for every row. */
+  readonly #parts: string[];
   readonly #fields: [string, number][];
   readonly #promoted: [string, number][];
   readonly #tsA: number | undefined;
@@ -57,7 +58,13 @@ export class ElfFileShaper {
     this.#order = [...this.#index.entries()]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([, i]) => i);
-    this.#prefixes = this.#order.map((i, n) => `${n === 0 ? "{" : '", '}${jsonString(header[i]!)}: "`);
+    this.#parts =
+      this.#order.length === 0
+        ? ["{}"]
+        : [
+            ...this.#order.flatMap((i, n) => [`${n === 0 ? "{" : '", '}${jsonString(header[i]!)}: "`, ""]),
+            '"}',
+          ];
     this.#fields = this.#positions(opts.fields);
     this.#promoted = this.#positions(opts.type.labels);
     this.#tsA = this.#index.get(opts.timestampColumn);
@@ -90,11 +97,11 @@ export class ElfFileShaper {
       if (!shaper.keep(key, type.sample, type.name)) return undefined;
     }
     this.#cells = cells;
+    // Joined, not concatenated: one flat string of the line's exact size, no intermediate strings.
     const order = this.#order;
-    let line = order.length === 0 ? "{" : "";
-    for (let n = 0; n < order.length; n++)
-      line += this.#prefixes[n]! + jsonStringBody(cells[order[n]!] ?? "");
-    line += order.length === 0 ? "}" : '"}';
+    const parts = this.#parts;
+    for (let n = 0; n < order.length; n++) parts[2 * n + 1] = jsonStringBody(cells[order[n]!] ?? "");
+    const line = parts.join("");
     const metadata: Labels = {};
     for (const [name, i] of this.#fields) metadata[name] = detached(cells[i] ?? "");
     metadata.level = deriveLevelBy(this.#get);
