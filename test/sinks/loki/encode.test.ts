@@ -160,3 +160,38 @@ test("protobuf-snappy: bodies encoded one after another through the reused scrat
     assert.ok(raw.equals(encodePushRequest(groupStreams(batch))), `body ${b} changed after later encodes`);
   });
 });
+
+test("protobuf: batches of every size in a row decode exactly (the sizing scratch is reused and grown)", () => {
+  const batchOf = (n: number, metaFields: number, tag: string) =>
+    Array.from({ length: n }, (_, i) =>
+      entry(i, {
+        labels: { source: "pubsub", event_type: i % 3 === 0 ? "Login" : "Api" },
+        ts: T0_NS + BigInt(i),
+        line: `${tag}-${i}`,
+        meta: Object.fromEntries(Array.from({ length: metaFields }, (_, k) => [`f${k}`, `${tag}${i}.${k}`])),
+      }),
+    );
+  // Small, then larger than the initial scratch (1024 entries, 9216 metadata slots), then small again.
+  for (const [n, fields, tag] of [
+    [3, 1, "a"],
+    [2500, 5, "b"],
+    [4, 0, "c"],
+    [1, 7, "d"],
+  ] as const) {
+    const batch = batchOf(n, fields, tag);
+    const msg = decode(encodePushRequest(groupStreams(batch)));
+    const got = msg.streams.flatMap((s) =>
+      s.entries.map((e) => `${e.line}|${e.structuredMetadata.map((p) => `${p.name}=${p.value}`).join(",")}`),
+    );
+    const want = groupStreams(batch).flatMap((s) =>
+      s.entries.map(
+        (e) =>
+          `${e.line}|${Object.keys(e.structuredMetadata)
+            .sort()
+            .map((k) => `${k}=${e.structuredMetadata[k]}`)
+            .join(",")}`,
+      ),
+    );
+    assert.deepEqual(got, want, `batch ${tag} of ${n}`);
+  }
+});
