@@ -309,8 +309,24 @@ export class ScriptedSource implements Source {
 
   async *events(_state: CheckpointReader, signal: AbortSignal): AsyncGenerator<SourceItem> {
     this.runs++;
+    const items = this.#items();
+    if (this.#runSize > 1 && Array.isArray(items)) {
+      // A bulk source hands over the array it already holds: no per-entry iteration.
+      const all = items as readonly LogEntry[];
+      for (let i = 0; i < all.length && !signal.aborted; i += this.#runSize) {
+        const run = all.slice(i, i + this.#runSize);
+        this.pulled += run.length;
+        yield run;
+      }
+    } else yield* this.#oneByOne(items, signal);
+    if (signal.aborted) return;
+    if (this.#after === "wait-stop") await once(signal, "abort");
+    else if (this.#after instanceof Error) throw this.#after;
+  }
+
+  *#oneByOne(items: Iterable<LogEntry>, signal: AbortSignal): Generator<SourceItem> {
     let run: LogEntry[] = [];
-    for (const item of this.#items()) {
+    for (const item of items) {
       if (signal.aborted) return;
       this.pulled++;
       if (this.#runSize === 1) yield item;
@@ -320,8 +336,6 @@ export class ScriptedSource implements Source {
       }
     }
     if (run.length > 0 && !signal.aborted) yield run;
-    if (this.#after === "wait-stop" && !signal.aborted) await once(signal, "abort");
-    else if (this.#after instanceof Error) throw this.#after;
   }
 }
 

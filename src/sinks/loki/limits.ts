@@ -53,7 +53,8 @@ export interface LocalRefusal {
 }
 
 export interface LocalCheck {
-  readonly send: LogEntry[];
+  /** `entries` itself when nothing is refused (the common case: no copy per batch). */
+  readonly send: readonly LogEntry[];
   readonly refused: LocalRefusal[];
 }
 
@@ -93,8 +94,9 @@ function labelProblem(labels: Labels, limits: LokiLimits): string | undefined {
 
 /** Splits `entries` into what to send and what Loki would refuse, checked against `nowMs`. */
 export function checkLimits(entries: readonly LogEntry[], limits: LokiLimits, nowMs: number): LocalCheck {
-  if (!limits.enabled) return { send: [...entries], refused: [] };
-  const send: LogEntry[] = [];
+  if (!limits.enabled) return { send: entries, refused: [] };
+  // Filled only from the first refusal on: until then `send` is a prefix of `entries`.
+  let send: LogEntry[] | undefined;
   const refused: LocalRefusal[] = [];
   const oldestMs = nowMs - limits.reject_old_samples_max_age - CLOCK_SKEW_MARGIN_MS;
   const oldestNs = BigInt(Math.floor(oldestMs)) * 1_000_000n;
@@ -107,10 +109,13 @@ export function checkLimits(entries: readonly LogEntry[], limits: LokiLimits, no
     `creation_grace_period ${formatAge(limits.creation_grace_period)}: newer than ${iso(newestMs)} ` +
     `(now ${iso(nowMs)}, plus ${CLOCK_SKEW_MARGIN_MS / 1000}s for clock skew)`;
   const labelVerdicts = new Map<Labels, string | undefined>();
+  let i = -1;
   const refuse = (entry: LogEntry, reason: RefusalReason, detail: string): void => {
+    send ??= entries.slice(0, i);
     refused.push({ entry, reason, detail });
   };
   for (const entry of entries) {
+    i++;
     let labelVerdict = labelVerdicts.get(entry.labels);
     if (!labelVerdicts.has(entry.labels)) {
       labelVerdict = labelProblem(entry.labels, limits);
@@ -172,7 +177,7 @@ export function checkLimits(entries: readonly LogEntry[], limits: LokiLimits, no
         continue;
       }
     }
-    send.push(entry);
+    send?.push(entry);
   }
-  return { send, refused };
+  return { send: send ?? entries, refused };
 }

@@ -117,7 +117,8 @@ export class LokiSink implements Sink {
   }
 
   async push(batch: Batch, signal?: AbortSignal, onDropped?: DropListener): Promise<PushResult> {
-    const entries = batch.filter((e) => !e.checkpointOnly);
+    // The pipeline's push view holds real entries only; the copy is for a caller that mixed in tokens.
+    const entries = batch.some((e) => e.checkpointOnly) ? batch.filter((e) => !e.checkpointOnly) : batch;
     if (entries.length === 0) return { dropped: [] };
     const drops = new PushDrops(onDropped);
     // Truncation first (batch.max_line_bytes), so max_line_size refuses only what is still too long.
@@ -140,8 +141,8 @@ export class LokiSink implements Sink {
    * parts still open are dropped whole, saying so. A retryable failure anywhere propagates at once:
    * the pipeline retries the original batch.
    */
-  async #deliver(entries: LogEntry[], ctx: DeliverContext): Promise<void> {
-    const queue: { part: LogEntry[]; cause: LokiRejectedError | undefined }[] = [
+  async #deliver(entries: readonly LogEntry[], ctx: DeliverContext): Promise<void> {
+    const queue: { part: readonly LogEntry[]; cause: LokiRejectedError | undefined }[] = [
       { part: entries, cause: undefined },
     ];
     let budget = ctx.budget;
@@ -182,7 +183,7 @@ export class LokiSink implements Sink {
   }
 
   /** Drops what a 400 names; returns what it leaves open (everything, for a 413). */
-  #settle(part: LogEntry[], err: LokiRejectedError, drops: PushDrops): LogEntry[] {
+  #settle(part: readonly LogEntry[], err: LokiRejectedError, drops: PushDrops): readonly LogEntry[] {
     if (err.status !== 400) return part;
     const { refused, unsettled } = attribute(part, parseRefusals(err.body));
     drops.add(refused);
