@@ -7,7 +7,7 @@ export class PendingBatch {
   /** Position in its lane: commits are applied strictly in this order. */
   readonly seq: number;
   /** Real entries only, in queue order: what one Sink.push carries. */
-  readonly pushView: LogEntry[];
+  readonly pushView: readonly LogEntry[];
   /** The commit view collapsed to the last value per key, in batch order. */
   readonly commits: Map<string, string>;
   /** Entries in the batch, checkpoint-only ones included. */
@@ -16,16 +16,17 @@ export class PendingBatch {
   /** Set by this batch's first retryable failure, cleared when the sink answers for good. */
   failingSince: { monoMs: number; wallMs: number } | undefined;
 
+  /** Takes `entries` over: when all are real (the common case) they are the push view, uncopied. */
   constructor(seq: number, entries: readonly LogEntry[]) {
     this.seq = seq;
     this.size = entries.length;
-    this.pushView = [];
     this.commits = new Map();
     // Runs of one key are the common case: touch the map once per run, not once per entry.
     let key: string | undefined;
     let value = "";
+    let tokens = 0;
     for (const entry of entries) {
-      if (!entry.checkpointOnly) this.pushView.push(entry);
+      if (entry.checkpointOnly) tokens++;
       const token = entry.checkpoint;
       if (token.key !== key) {
         if (key !== undefined) this.commits.set(key, value);
@@ -34,5 +35,6 @@ export class PendingBatch {
       value = token.value;
     }
     if (key !== undefined) this.commits.set(key, value);
+    this.pushView = tokens === 0 ? entries : entries.filter((e) => !e.checkpointOnly);
   }
 }

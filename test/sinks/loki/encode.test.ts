@@ -195,3 +195,25 @@ test("protobuf: batches of every size in a row decode exactly (the sizing scratc
     assert.deepEqual(got, want, `batch ${tag} of ${n}`);
   }
 });
+
+test("streams: a batch sharing one label object is one stream of the batch itself; equal copies group alike", () => {
+  const shared = { source: "eventlogfile", event_type: "API" };
+  const one = [0, 1, 2].map((i) => entry(i, { labels: shared }));
+  const [only, ...rest] = groupStreams(one);
+  assert.equal(rest.length, 0);
+  assert.equal(only!.entries, one);
+  assert.equal(only!.labels, '{event_type="API",source="eventlogfile"}');
+  // The same sets as copies, and a second set between them: grouped by content, order kept.
+  const mixed = [
+    entry(0, { labels: { ...shared } }),
+    entry(1, { labels: { source: "pubsub", event_type: "Login" } }),
+    entry(2, { labels: { event_type: "API", source: "eventlogfile" } }),
+  ];
+  assert.deepEqual(
+    groupStreams(mixed).map((g) => [g.labels, g.entries.map((e) => e.checkpoint.value)]),
+    [
+      ['{event_type="API",source="eventlogfile"}', ["0", "2"]],
+      ['{event_type="Login",source="pubsub"}', ["1"]],
+    ],
+  );
+});
