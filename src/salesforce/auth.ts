@@ -1,7 +1,6 @@
 // One TokenProvider per org: mints OAuth access tokens (JWT bearer or client credentials), caches
 // them against an assumed lifetime, and resolves the org id once (spec A §1).
 import { createPrivateKey, type KeyObject } from "node:crypto";
-import { SignJWT } from "jose";
 import { metrics, type Counter, type Meter } from "@opentelemetry/api";
 import type { Clock } from "../util/clock.ts";
 import { systemClock } from "../util/clock.ts";
@@ -223,6 +222,8 @@ export class TokenProvider implements TokenSource {
   /** A fresh assertion for every request: iss, sub, aud, exp only (no iat, no jti). */
   async #assertion(): Promise<string> {
     const exp = Math.floor(this.#clock.now() / 1000) + JWT_ASSERTION_LIFETIME_S;
+    // jose loads with the first assertion: a client_credentials daemon never holds it.
+    const { SignJWT } = await import("jose");
     return new SignJWT({
       iss: this.#settings.client_id,
       sub: this.#settings.username,

@@ -2,7 +2,7 @@
 // describe) and streamed blob downloads. One token re-mint on 401, bounded retries on transport
 // errors, 429 and 5xx, typed errors for everything else (rest-errors.ts).
 import { metrics, type Counter, type Meter } from "@opentelemetry/api";
-import { Agent, request, type Dispatcher } from "undici";
+import { Agent, type Dispatcher } from "../util/http-dispatchers.ts";
 import { silentLogger, type Logger } from "../obs/logger.ts";
 import { systemClock, type Clock } from "../util/clock.ts";
 import { fullJitter, retry, type RetryPolicy } from "../util/retry.ts";
@@ -197,10 +197,13 @@ export class RestClient {
     signal: AbortSignal | undefined,
   ): Promise<Dispatcher.ResponseData> {
     try {
-      return await request(`${token.instanceUrl}${path}`, {
+      // What undici's top-level request(url, { dispatcher }) does, without loading its index.
+      const url = new URL(`${token.instanceUrl}${path}`);
+      return await this.#dispatcher.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
         method: "GET",
         headers: { authorization: `Bearer ${token.accessToken}`, accept: "application/json" },
-        dispatcher: this.#dispatcher,
         ...(signal ? { signal } : {}),
       });
     } catch (err) {

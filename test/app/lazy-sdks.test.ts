@@ -1,6 +1,8 @@
 // Building the daemon loads only what its config uses: the S3, GCS and Azure SDKs (34-41 MiB of RSS
-// each), gRPC and Avro (Pub/Sub) and the OTLP exporter load on first use, not with the wiring. Each
-// case builds the app in a fresh Node process that records every package its module graph resolves.
+// each), gRPC and Avro (Pub/Sub) and the OTLP exporter load on first use, not with the wiring; so do
+// jose (JWT auth only) and csv-parse (EventLogFile only), and undici's index (fetch, WebSocket, mocks)
+// never loads at all (src/util/http-dispatchers.ts). Each case builds the app in a fresh Node process
+// that records every bare specifier its module graph resolves.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { test } from "node:test";
@@ -21,15 +23,15 @@ const HEAVY = [
   "@opentelemetry/exporter-metrics-otlp-proto",
 ];
 
-/** The packages (of HEAVY) resolved while building an app from `tree` and starting nothing. */
-async function packagesLoadedBuilding(tree: unknown): Promise<string[]> {
+/** Every bare specifier (`undici`, `undici/lib/api/index.js`, ...) resolved while building an app from `tree`. */
+async function specifiersResolvedBuilding(tree: unknown): Promise<string[]> {
   const script = `
     import { registerHooks } from "node:module";
     const seen = new Set();
     registerHooks({
       resolve(specifier, context, next) {
         if (!specifier.startsWith(".") && !specifier.startsWith("node:") && !specifier.startsWith("file:")) {
-          seen.add(specifier.startsWith("@") ? specifier.split("/").slice(0, 2).join("/") : specifier.split("/")[0]);
+          seen.add(specifier);
         }
         return next(specifier, context);
       },
@@ -43,8 +45,18 @@ async function packagesLoadedBuilding(tree: unknown): Promise<string[]> {
     cwd: ROOT,
     env: { ...process.env, NODE_OPTIONS: "" },
   });
-  const seen = JSON.parse(stdout) as string[];
-  return HEAVY.filter((p) => seen.includes(p));
+  return JSON.parse(stdout) as string[];
+}
+
+function packageOf(specifier: string): string {
+  const parts = specifier.split("/");
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]!;
+}
+
+/** The packages (of `watch`) resolved while building an app from `tree` and starting nothing. */
+async function packagesLoadedBuilding(tree: unknown, watch: readonly string[] = HEAVY): Promise<string[]> {
+  const seen = new Set((await specifiersResolvedBuilding(tree)).map(packageOf));
+  return watch.filter((p) => seen.has(p));
 }
 
 const salesforce = {
@@ -98,4 +110,18 @@ test("a sharded daemon (coordinate.sharding on an S3 lease) builds offline witho
     },
   });
   assert.deepEqual(loaded, []);
+});
+
+test("a Pub/Sub daemon on client credentials builds without jose, csv-parse or undici's index", async () => {
+  const specifiers = await specifiersResolvedBuilding({
+    ...base,
+    sources: { pubsub: { enabled: true, topics: ["/event/LoginEventStream"] } },
+    state: { file: { path: "/tmp/unused.json" } },
+  });
+  const packages = new Set(specifiers.map(packageOf));
+  assert.ok(packages.has("undici"), "the Loki sink's Pool comes from undici");
+  assert.deepEqual(
+    specifiers.filter((s) => s === "undici" || packageOf(s) === "jose" || packageOf(s) === "csv-parse"),
+    [],
+  );
 });

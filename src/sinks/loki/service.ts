@@ -1,6 +1,6 @@
 // One push request over HTTP with Loki's status classification and the internal retry loop
 // (spec B §4.6–4.7). It knows nothing of batches: it sends a body and says what happened.
-import { Pool, type Dispatcher } from "undici";
+import { Pool, type Dispatcher } from "../../util/http-dispatchers.ts";
 import type { Counter } from "@opentelemetry/api";
 import { Sf2LokiError, describeError } from "../../errors.ts";
 import type { Logger } from "../../obs/logger.ts";
