@@ -8,8 +8,8 @@
 // Usage: node bench/eventlogfile-daemon.ts [sizes...]    250 000 and 1 000 000 rows (or the sizes given,
 //                                                       e.g. 250000 1000000 5000000), fresh process each
 //        node bench/eventlogfile-daemon.ts --run <rows>  one measurement, JSON on stdout
-// Each size runs with the V8 flags bin/sf2loki.js gives the daemon (DAEMON_V8_FLAGS) and without any,
-// so the JSON shows what the flags buy. Prints one JSON line.
+// Each size runs with the V8 flags and environment bin/sf2loki.js gives the daemon (DAEMON_V8_FLAGS,
+// DAEMON_ENV) and without any, so the JSON shows what they buy. Prints one JSON line.
 //
 // The measured process imports only what a daemon imports (the org and receiver code loads in the
 // helper roles), but it runs the TypeScript sources: Node's type stripper adds ~30 MiB of RSS that the
@@ -26,7 +26,7 @@ import { fileURLToPath } from "node:url";
 import { createApp } from "../src/app.ts";
 import { validateConfig } from "../src/config/load.ts";
 import type { Config } from "../src/config/schema.ts";
-import { DAEMON_V8_FLAGS } from "../src/v8-flags.ts";
+import { DAEMON_ENV, DAEMON_V8_FLAGS } from "../src/v8-flags.ts";
 
 const HERE = fileURLToPath(import.meta.url);
 const SECRET = "bench-secret";
@@ -182,8 +182,16 @@ export async function benchEventLogFileDaemon(rows: number): Promise<DaemonDrain
 }
 
 /** One measurement in a fresh process, so each size starts from the same heap. */
-export async function daemonRunInChild(rows: number, execArgv: string[] = []): Promise<DaemonDrainFigures> {
-  const proc = fork(HERE, ["--run", String(rows)], { execArgv, stdio: ["ignore", "pipe", "inherit", "ipc"] });
+export async function daemonRunInChild(
+  rows: number,
+  execArgv: string[] = [],
+  env: Record<string, string> = {},
+): Promise<DaemonDrainFigures> {
+  const proc = fork(HERE, ["--run", String(rows)], {
+    execArgv,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit", "ipc"],
+  });
   let out = "";
   proc.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString()));
   const code = await new Promise<number | null>((resolve) => proc.once("exit", resolve));
@@ -202,7 +210,7 @@ if (process.argv[1] === HERE) {
     const sizes = process.argv.slice(2).map(Number);
     const results: Record<string, DaemonDrainFigures> = {};
     for (const rows of sizes.length > 0 ? sizes : [250_000, 1_000_000]) {
-      results[`${rows} daemon flags`] = await daemonRunInChild(rows, [...DAEMON_V8_FLAGS]);
+      results[`${rows} daemon flags`] = await daemonRunInChild(rows, [...DAEMON_V8_FLAGS], { ...DAEMON_ENV });
       results[`${rows} no flags`] = await daemonRunInChild(rows);
     }
     // Also flat (`flags_1000000_peak_rss_mib`, `none_250000_cpu_seconds`, ...) for bench/run.ts, which
@@ -219,6 +227,7 @@ if (process.argv[1] === HERE) {
       JSON.stringify({
         bench: "eventlogfile_daemon_drain",
         daemon_v8_flags: DAEMON_V8_FLAGS,
+        daemon_env: DAEMON_ENV,
         ...flat,
         results,
       }),

@@ -6,7 +6,7 @@
 // 5 000 events/s over 3 topics) and what it costs in CPU.
 //
 // Usage: node bench/pubsub-steady.ts [seconds=60] [rate=5000] [--dist]    one JSON line on stdout
-//   --dist: run the compiled build (`npm run build` first) with the daemon's V8 flags, as the image
+//   --dist: run the compiled build (`npm run build` first) with the daemon's V8 flags and environment, as the image
 //           does; without it, bin/sf2loki.js on the TypeScript sources (+~30 MiB of type stripping).
 import { forkRole, readBody } from "./roles.ts";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -18,10 +18,12 @@ import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
-import { DAEMON_V8_FLAGS } from "../src/v8-flags.ts";
+import { DAEMON_ENV, DAEMON_V8_FLAGS } from "../src/v8-flags.ts";
 
 const HERE = fileURLToPath(import.meta.url);
 const DIST = process.argv.includes("--dist");
+/** bin/sf2loki.js sets DAEMON_ENV when it re-execs; a --dist run starts the daemon as that re-exec would. */
+const ENV = DIST ? { ...process.env, ...DAEMON_ENV } : process.env;
 const ENTRY = DIST
   ? [...DAEMON_V8_FLAGS, new URL("../dist/cli/main.js", import.meta.url).pathname]
   : [new URL("../bin/sf2loki.js", import.meta.url).pathname];
@@ -118,6 +120,7 @@ async function main(seconds: number, rate: number): Promise<void> {
   );
   const daemon = spawn(process.execPath, [...ENTRY, "--config", config], {
     stdio: ["ignore", "ignore", "inherit"],
+    env: ENV,
   });
   try {
     const rss: number[] = [];

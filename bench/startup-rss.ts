@@ -5,7 +5,7 @@
 // docs/capacity.md adds to the data path, and that a config loads only the SDKs it names.
 //
 // Usage: node bench/startup-rss.ts [seconds=8] [--dist]     one JSON line on stdout
-//   --dist: run the compiled build (`npm run build` first) with the daemon's V8 flags, as the image
+//   --dist: run the compiled build (`npm run build` first) with the daemon's V8 flags and environment, as the image
 //           does; without it, bin/sf2loki.js on the TypeScript sources (+~30 MiB of type stripping).
 // `idle_file_store` is the baseline of docs/capacity.md: an EventLogFile source with nothing to fetch.
 import { spawn } from "node:child_process";
@@ -15,10 +15,12 @@ import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { stringify } from "yaml";
 import { startDemoWorld } from "../src/sim/demo-world.ts";
-import { DAEMON_V8_FLAGS } from "../src/v8-flags.ts";
+import { DAEMON_ENV, DAEMON_V8_FLAGS } from "../src/v8-flags.ts";
 import { S3Emulator } from "../test/support/s3-emulator.ts";
 
 const DIST = process.argv.includes("--dist");
+/** bin/sf2loki.js sets DAEMON_ENV when it re-execs; a --dist run starts the daemon as that re-exec would. */
+const ENV = DIST ? { ...process.env, ...DAEMON_ENV } : process.env;
 const ENTRY = DIST
   ? [...DAEMON_V8_FLAGS, new URL("../dist/cli/main.js", import.meta.url).pathname]
   : [new URL("../bin/sf2loki.js", import.meta.url).pathname];
@@ -46,7 +48,7 @@ async function measure(
   writeFileSync(file, stringify(config));
   const child = spawn(process.execPath, [...ENTRY, "--config", file], {
     stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, ...env },
+    env: { ...ENV, ...env },
   });
   try {
     const bySecond: number[] = [];

@@ -8,19 +8,19 @@ const src = new URL("../src/cli/main.ts", import.meta.url);
 const inCheckout = existsSync(src) && !import.meta.url.includes("/node_modules/");
 const from = (path) => new URL(inCheckout ? `../src/${path}.ts` : `../dist/${path}.js`, import.meta.url).href;
 
-// The daemon's V8 flags (src/v8-flags.ts, docs/capacity.md) size the heap; they only take effect when
-// V8 starts, so this process replaces itself (same pid, no parent left behind) with one that has them.
-// Skipped when the operator set either flag, SF2LOKI_V8_FLAGS=0, or on a Node without process.execve.
-const { missingV8Flags } = await import(from("v8-flags"));
+// The daemon's V8 flags and C-library environment (src/v8-flags.ts, docs/capacity.md) size its memory;
+// they only take effect when the process starts, so this process replaces itself (same pid, no parent
+// left behind) with one that has them. Skipped when the operator set them all (either V8 flag, and
+// MALLOC_ARENA_MAX), SF2LOKI_V8_FLAGS=0, or on a Node without process.execve.
+const { missingDaemonEnv, missingV8Flags } = await import(from("v8-flags"));
 const missing = missingV8Flags(process.execArgv, process.env);
-if (missing.length > 0 && typeof process.execve === "function") {
+const env = missingDaemonEnv(process.env);
+if ((missing.length > 0 || Object.keys(env).length > 0) && typeof process.execve === "function") {
   const self = fileURLToPath(import.meta.url);
-  process.execve(process.execPath, [
+  process.execve(
     process.execPath,
-    ...missing,
-    ...process.execArgv,
-    self,
-    ...process.argv.slice(2),
-  ]);
+    [process.execPath, ...missing, ...process.execArgv, self, ...process.argv.slice(2)],
+    { ...process.env, ...env },
+  );
 }
 await import(from("cli/main"));
