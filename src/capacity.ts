@@ -28,8 +28,8 @@ export const MODULE_MIB = {
 } as const;
 /** Node's TypeScript stripper, loaded when the daemon runs from a source checkout (bin/sf2loki.js). */
 export const TYPE_STRIPPING_MIB = 35;
-/** The young generation: two semi-spaces of --max-semi-space-size=16. */
-export const YOUNG_GENERATION_MIB = 32;
+/** The young generation: two semi-spaces of --max-semi-space-size=8. */
+export const YOUNG_GENERATION_MIB = 16;
 /** --heap-growing-percent=25: the old generation grows to live x 1.25 before the next full GC. */
 export const HEAP_GROWTH = 1.25;
 /**

@@ -1,12 +1,15 @@
 // The V8 flags the daemon runs with, and whether this process still needs them (bin/sf2loki.js re-execs
-// itself with them). Measured in bench/eventlogfile-daemon.ts and explained in docs/capacity.md:
+// itself with them). Measured in bench/eventlogfile-daemon.ts and bench/pubsub-steady.ts, explained in
+// docs/capacity.md:
 //
 // --max-semi-space-size: V8 grows the young generation to 2 x 64 MiB under a steady allocation rate
-//   such as an EventLogFile drain; the data path's garbage dies young at 16 MiB semi-spaces too.
+//   such as an EventLogFile drain or a Pub/Sub stream, and keeps it there. The data path's garbage dies
+//   young at 8 MiB semi-spaces too: a 5 000 events/s stream runs in ~20 MiB less RSS than at 16 for the
+//   same CPU; an EventLogFile drain pays ~18 % more CPU for its scavenges (docs/capacity.md).
 // --heap-growing-percent: after each full GC the old generation may grow to live x (1 + n/100) before
 //   the next, instead of up to 4x under allocation pressure. A soft bound: live data is never refused,
 //   unlike --max-old-space-size, which would crash a daemon whose live set outgrew a guess.
-export const DAEMON_V8_FLAGS: readonly string[] = ["--max-semi-space-size=16", "--heap-growing-percent=25"];
+export const DAEMON_V8_FLAGS: readonly string[] = ["--max-semi-space-size=8", "--heap-growing-percent=25"];
 
 /**
  * The environment the daemon runs with, read by the C library when the process starts (so it, too, is
