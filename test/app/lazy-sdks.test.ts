@@ -1,7 +1,7 @@
 // Building the daemon loads only what its config uses: the S3, GCS and Azure SDKs (34-41 MiB of RSS
-// each), gRPC and Avro (Pub/Sub) and the OTLP exporter load on first use, not with the wiring; so do
-// jose (JWT auth only) and csv-parse (EventLogFile only), and undici's index (fetch, WebSocket, mocks)
-// never loads at all (src/util/http-dispatchers.ts). Each case builds the app in a fresh Node process
+// each), gRPC and Avro (Pub/Sub) and the OTLP exporter load on first use, not with the wiring; so does
+// jose (JWT auth only); csv-parse is not loaded (the ELF source has its own parser), and undici's index
+// (fetch, WebSocket, mocks) never loads at all (src/util/http-dispatchers.ts). Each case builds the app in a fresh Node process
 // that records every bare specifier its module graph resolves.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
