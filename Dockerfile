@@ -39,8 +39,8 @@ COPY --from=build /src/dist ./dist
 COPY bin ./bin
 COPY proto ./proto
 RUN ln -s /app/bin/sf2loki.js /usr/local/bin/sf2loki
-# bin/sf2loki.js re-execs itself with the daemon's V8 flags (--max-semi-space-size=16
-# --heap-growing-percent=25; docs/capacity.md). Set SF2LOKI_V8_FLAGS=0, or either flag in NODE_OPTIONS,
+# bin/sf2loki.js re-execs itself with the daemon's V8 flags (--max-semi-space-size=8
+# --heap-growing-percent=50) and MALLOC_ARENA_MAX=1 (docs/capacity.md). Set SF2LOKI_V8_FLAGS=0, or either flag in NODE_OPTIONS,
 # to run with your own.
 ENV NODE_ENV=production
 USER 10001:10001

@@ -34,8 +34,8 @@ export const MODULE_MIB = {
 export const TYPE_STRIPPING_MIB = 20;
 /** The young generation: two semi-spaces of --max-semi-space-size=8. */
 export const YOUNG_GENERATION_MIB = 16;
-/** --heap-growing-percent=25: the old generation grows to live x 1.25 before the next full GC. */
-export const HEAP_GROWTH = 1.25;
+/** --heap-growing-percent=50: the old generation grows to live x 1.5 before the next full GC. */
+export const HEAP_GROWTH = 1.5;
 /**
  * Heap bytes per byte of queue cost (spec B §2.5: line bytes + 64 + labels + metadata + checkpoint):
  * the line as a V8 string (two bytes a character once it holds any non-Latin-1 character), the entry
