@@ -102,13 +102,19 @@ export function checkLimits(entries: readonly LogEntry[], limits: LokiLimits, no
   const oldestNs = BigInt(Math.floor(oldestMs)) * 1_000_000n;
   const newestMs = nowMs + limits.creation_grace_period + CLOCK_SKEW_MARGIN_MS;
   const newestNs = BigInt(Math.floor(newestMs)) * 1_000_000n;
-  const tooOld =
+  // Worded on the first refusal of each kind: most batches have none.
+  const tooOld = (): string =>
     `reject_old_samples_max_age ${formatAge(limits.reject_old_samples_max_age)}: older than ` +
     `${iso(oldestMs)} (now ${iso(nowMs)}, less ${CLOCK_SKEW_MARGIN_MS / 1000}s for clock skew)`;
-  const tooNew =
+  const tooNew = (): string =>
     `creation_grace_period ${formatAge(limits.creation_grace_period)}: newer than ${iso(newestMs)} ` +
     `(now ${iso(nowMs)}, plus ${CLOCK_SKEW_MARGIN_MS / 1000}s for clock skew)`;
+  let tooOldDetail: string | undefined;
+  let tooNewDetail: string | undefined;
   const labelVerdicts = new Map<Labels, string | undefined>();
+  // Entries of a run share one label object (the producer merges equal sets): one lookup per run.
+  let lastLabels: Labels | undefined;
+  let lastVerdict: string | undefined;
   let i = -1;
   const refuse = (entry: LogEntry, reason: RefusalReason, detail: string): void => {
     send ??= entries.slice(0, i);
@@ -116,21 +122,25 @@ export function checkLimits(entries: readonly LogEntry[], limits: LokiLimits, no
   };
   for (const entry of entries) {
     i++;
-    let labelVerdict = labelVerdicts.get(entry.labels);
-    if (!labelVerdicts.has(entry.labels)) {
-      labelVerdict = labelProblem(entry.labels, limits);
-      labelVerdicts.set(entry.labels, labelVerdict);
+    if (entry.labels !== lastLabels) {
+      lastLabels = entry.labels;
+      if (labelVerdicts.has(lastLabels)) lastVerdict = labelVerdicts.get(lastLabels);
+      else {
+        lastVerdict = labelProblem(lastLabels, limits);
+        labelVerdicts.set(lastLabels, lastVerdict);
+      }
     }
+    const labelVerdict = lastVerdict;
     if (labelVerdict !== undefined) {
       refuse(entry, "label_limits", labelVerdict);
       continue;
     }
     if (limits.reject_old_samples && entry.timestampNs < oldestNs) {
-      refuse(entry, "too_old", tooOld);
+      refuse(entry, "too_old", (tooOldDetail ??= tooOld()));
       continue;
     }
     if (entry.timestampNs > newestNs) {
-      refuse(entry, "too_far_in_future", tooNew);
+      refuse(entry, "too_far_in_future", (tooNewDetail ??= tooNew()));
       continue;
     }
     if (
