@@ -8,6 +8,8 @@ import { MeterProvider, PeriodicExportingMetricReader, type MetricReader } from 
 import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { LazyOtlpExporter } from "./lazy-otlp.ts";
+import { attachHistogramFactory } from "./hot-path-histogram.ts";
+import { LocalHistograms } from "./local-histograms.ts";
 
 export interface TelemetrySettings {
   enabled: boolean;
@@ -29,7 +31,14 @@ export function createMetrics(opts: {
   telemetry?: TelemetrySettings;
   otlpHeaders?: Record<string, string>;
 }): Metrics {
-  const prometheus = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
+  // Per-entry histograms aggregate outside the SDK (src/obs/local-histograms.ts); every reader
+  // exports them beside the SDK's own instruments.
+  const local = new LocalHistograms();
+  const prometheus = new PrometheusExporter({
+    preventServerStart: true,
+    withoutScopeInfo: true,
+    metricProducers: [local],
+  });
   const readers: MetricReader[] = [prometheus];
   const t = opts.telemetry;
   if (t?.enabled) {
@@ -37,6 +46,7 @@ export function createMetrics(opts: {
       new PeriodicExportingMetricReader({
         exporter: new LazyOtlpExporter(t.endpoint, { ...opts.otlpHeaders, ...t.headers }),
         exportIntervalMillis: t.export_interval,
+        metricProducers: [local],
       }),
     );
   }
@@ -49,6 +59,7 @@ export function createMetrics(opts: {
     readers,
   });
   const meter = provider.getMeter("sf2loki");
+  attachHistogramFactory(meter, local);
   const buildInfo = meter.createObservableGauge("sf2loki_build_info", {
     description: "Always 1; carries the version.",
   });

@@ -1,5 +1,6 @@
 // Every instrument the pipeline writes, created once per Pipeline with the spec's names (B §6.2).
 import type { Counter, Histogram, Meter } from "@opentelemetry/api";
+import { hotPathHistogram } from "../obs/hot-path-histogram.ts";
 import { StateGauge } from "../obs/metrics.ts";
 
 const INGEST_LAG_BUCKETS = [1, 5, 15, 60, 300, 900, 1800, 3600, 7200, 14400, 28800, 86400];
@@ -25,10 +26,11 @@ export class PipelineMetrics {
     this.ingested = meter.createCounter("sf2loki_events_ingested", {
       description: "Real entries that entered the pipeline, by source and event type.",
     });
-    this.ingestLag = meter.createHistogram("sf2loki_ingest_lag_seconds", {
+    // Recorded once per entry: aggregated locally when the daemon's registry allows it.
+    this.ingestLag = hotPathHistogram(meter, "sf2loki_ingest_lag_seconds", {
       description: "Now minus the entry timestamp at ingest.",
       unit: "s",
-      advice: { explicitBucketBoundaries: INGEST_LAG_BUCKETS },
+      boundaries: INGEST_LAG_BUCKETS,
     });
     this.push = meter.createCounter("sf2loki_loki_push", {
       description: "Pipeline-level push outcomes (success, retried).",
