@@ -45,6 +45,8 @@ export function declaredInstruments(): Map<string, Kind> {
         }
         for (const [, name] of code.matchAll(/new StateGauge\(\s*[^,]+,\s*"(sf2loki_\w+)"/g))
           out.set(name!, "gauge");
+        for (const [, name] of code.matchAll(/hotPathHistogram\(\s*[^,]+,\s*"(sf2loki_\w+)"/g))
+          out.set(name!, "histogram");
       }
     }
   };
