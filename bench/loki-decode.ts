@@ -15,31 +15,11 @@ import { unsnappy } from "../src/sim/loki-decode.ts";
 import { decodePushRequest } from "../src/sim/loki-decode-fast.ts";
 import { decodePushRequestReference } from "../src/sim/loki-decode-reference.ts";
 import type { DecodedStream } from "../src/sim/loki-decoded.ts";
-import { ingest, type IngestLimits } from "../src/sim/loki-ingest.ts";
+import { defaultIngestLimits, ingest } from "../src/sim/loki-ingest.ts";
 import { AcceptedStore } from "../src/sim/loki-store.ts";
-import { MAX_IGNORED_STREAM_ERRORS } from "../src/sim/loki-messages.ts";
 import { median } from "./sample.ts";
 
 type Decoder = (body: Buffer) => DecodedStream[];
-
-/** What startLokiReceiver passes ingest() with no options but the clock. */
-function receiverLimits(): IngestLimits {
-  return {
-    maxLineBytes: 262_144,
-    outOfOrderWindowMs: undefined,
-    poison: undefined,
-    nowMs: Date.now(),
-    rejectOldSamplesMaxAgeMs: undefined,
-    creationGracePeriodMs: undefined,
-    maxLabelNamesPerSeries: 15,
-    maxLabelNameLength: 1024,
-    maxLabelValueLength: 2048,
-    maxStructuredMetadataBytes: 65_536,
-    maxStructuredMetadataEntries: 128,
-    maxIgnoredStreamErrors: MAX_IGNORED_STREAM_ERRORS,
-    tenant: "fake",
-  };
-}
 
 interface Pass {
   eps: number;
@@ -81,7 +61,7 @@ function decodeAll(bodies: readonly Buffer[], decode: Decoder, read = true): num
 
 function receiveAll(compressed: readonly Buffer[], decode: Decoder, store: AcceptedStore): number {
   store.clear();
-  const limits = receiverLimits();
+  const limits = defaultIngestLimits(Date.now());
   for (const body of compressed) {
     const result = ingest(decode(unsnappy(body)), store, limits);
     if (result.status !== 204) throw new Error(`the receiver refused a push: ${result.body}`);

@@ -8,6 +8,7 @@ import {
   labelNameTooLong,
   labelValueTooLong,
   lineTooLong,
+  MAX_IGNORED_STREAM_ERRORS,
   metadataTooLarge,
   metadataTooMany,
   outOfOrderReport,
@@ -41,6 +42,25 @@ export interface IngestLimits {
   maxIgnoredStreamErrors: number;
   /** The request's tenant (see tenantOf in loki.ts): "fake" when it sent none, like Loki without auth. */
   tenant: string;
+}
+
+/** Loki's defaults, which the simulated receiver applies to whatever it is not told: no age checks. */
+export function defaultIngestLimits(nowMs: number, tenant = "fake"): IngestLimits {
+  return {
+    maxLineBytes: 262_144,
+    outOfOrderWindowMs: undefined,
+    poison: undefined,
+    nowMs,
+    rejectOldSamplesMaxAgeMs: undefined,
+    creationGracePeriodMs: undefined,
+    maxLabelNamesPerSeries: 15,
+    maxLabelNameLength: 1024,
+    maxLabelValueLength: 2048,
+    maxStructuredMetadataBytes: 65_536,
+    maxStructuredMetadataEntries: 128,
+    maxIgnoredStreamErrors: MAX_IGNORED_STREAM_ERRORS,
+    tenant,
+  };
 }
 
 export interface IngestResult {

@@ -6,8 +6,7 @@ import type { AddressInfo } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import { BodyDecodeError, decodePushBody } from "./loki-decode.ts";
 import { LokiFaults } from "./loki-faults.ts";
-import { ingest } from "./loki-ingest.ts";
-import { MAX_IGNORED_STREAM_ERRORS } from "./loki-messages.ts";
+import { defaultIngestLimits, ingest } from "./loki-ingest.ts";
 import {
   AcceptedStore,
   type AcceptedEntry,
@@ -132,7 +131,7 @@ function send(
 
 export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise<LokiReceiver> {
   const maxBodyBytes = opts.maxBodyBytes ?? 64 * 1024 * 1024;
-  const maxLineBytes = opts.maxLineBytes ?? 262_144;
+  const maxLineBytes = opts.maxLineBytes ?? defaultIngestLimits(0).maxLineBytes;
   const sleep = opts.sleep ?? ((ms: number) => delay(ms));
   const keepRequests = opts.keepRequests ?? 1000;
   const store = new AcceptedStore(opts.retain, { trackNewest: opts.outOfOrderWindowMs !== undefined });
@@ -168,20 +167,20 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
         req.headers["content-encoding"],
         maxBodyBytes,
       );
+      const loki = defaultIngestLimits((opts.now ?? Date.now)(), tenant);
       result = ingest(streams, store, {
+        ...loki,
         maxLineBytes,
         outOfOrderWindowMs: opts.outOfOrderWindowMs,
         poison: faults.poison,
-        nowMs: (opts.now ?? Date.now)(),
         rejectOldSamplesMaxAgeMs: opts.rejectOldSamplesMaxAgeMs,
         creationGracePeriodMs: opts.creationGracePeriodMs,
-        maxLabelNamesPerSeries: opts.maxLabelNamesPerSeries ?? 15,
-        maxLabelNameLength: opts.maxLabelNameLength ?? 1024,
-        maxLabelValueLength: opts.maxLabelValueLength ?? 2048,
-        maxStructuredMetadataBytes: opts.maxStructuredMetadataBytes ?? 65_536,
-        maxStructuredMetadataEntries: opts.maxStructuredMetadataEntries ?? 128,
-        maxIgnoredStreamErrors: opts.maxIgnoredStreamErrors ?? MAX_IGNORED_STREAM_ERRORS,
-        tenant,
+        maxLabelNamesPerSeries: opts.maxLabelNamesPerSeries ?? loki.maxLabelNamesPerSeries,
+        maxLabelNameLength: opts.maxLabelNameLength ?? loki.maxLabelNameLength,
+        maxLabelValueLength: opts.maxLabelValueLength ?? loki.maxLabelValueLength,
+        maxStructuredMetadataBytes: opts.maxStructuredMetadataBytes ?? loki.maxStructuredMetadataBytes,
+        maxStructuredMetadataEntries: opts.maxStructuredMetadataEntries ?? loki.maxStructuredMetadataEntries,
+        maxIgnoredStreamErrors: opts.maxIgnoredStreamErrors ?? loki.maxIgnoredStreamErrors,
       });
     } catch (err) {
       if (!(err instanceof BodyDecodeError)) throw err;

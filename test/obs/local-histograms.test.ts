@@ -6,6 +6,7 @@ import { MeterProvider } from "@opentelemetry/sdk-metrics";
 import { hotPathHistogram } from "../../src/obs/hot-path-histogram.ts";
 import { LocalHistograms } from "../../src/obs/local-histograms.ts";
 import { createMetrics } from "../../src/obs/metrics.ts";
+import { seededRandom } from "../../src/util/prng.ts";
 
 const BOUNDARIES = [1, 5, 15, 60, 300, 900, 1800, 3600, 7200, 14400, 28800, 86400];
 const OPTIONS = {
@@ -34,14 +35,6 @@ async function scrape(exporter: PrometheusExporter): Promise<string[]> {
     .sort();
 }
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s * 1664525 + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
-
 describe("local histograms", () => {
   it("export exactly what the SDK's explicit-bucket histogram exports for the same records", async () => {
     const sdkExporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
@@ -67,7 +60,7 @@ describe("local histograms", () => {
       { source: "pubsub", event_type: "LoginEventStream", org: "eu" },
       { source: "pubsub", event_type: "LoginEventStream" },
     ];
-    const random = rng(7);
+    const random = seededRandom(7);
     for (let i = 0; i < 20_000; i++) {
       const slot = slots[i % 3]!;
       const attrs = i % 5 === 0 ? Object.fromEntries(Object.entries(slot).reverse()) : slot;

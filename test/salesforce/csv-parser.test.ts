@@ -10,6 +10,7 @@ import { CsvError, parse } from "csv-parse";
 import { CsvParser, CsvSyntaxError } from "../../src/salesforce/eventlogfile/csv-parser.ts";
 import { csvRowBatches, detached, MAX_FIELD_CHARS } from "../../src/salesforce/eventlogfile/csv-rows.ts";
 import { EventLogFileCsvError } from "../../src/salesforce/eventlogfile/errors.ts";
+import { seededRandom } from "../../src/util/prng.ts";
 
 interface Outcome {
   /** Header first, then every row, across all batches. */
@@ -221,18 +222,6 @@ describe("CSV parser: same records and errors as csv-parse", () => {
   });
 });
 
-/** Deterministic PRNG (mulberry32), so a failing seed can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const QUOTED_BITS = ["a", "b", ",", '""', "\r", "\n", "\r\n", "é", "€", "𝄞", " ", "xyz"];
 const PLAIN_BITS = ["a", "b", " ", "é", "€", "𝄞", "xyz", "0"];
 const INVALID = [[0xff], [0xc3], [0xe2, 0x82], [0xf0, 0x9f, 0x98], [0x80]];
@@ -274,7 +263,7 @@ function randomBody(random: () => number): Buffer {
 
 describe("CSV parser: a seeded random corpus agrees with csv-parse", () => {
   it("3000 random bodies, each whole, in random chunks and one byte at a time", async () => {
-    const random = rng(0x5f2104);
+    const random = seededRandom(0x5f2104);
     let errors = 0;
     for (let n = 0; n < 3000; n++) {
       const bytes = randomBody(random);

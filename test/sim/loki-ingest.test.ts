@@ -7,29 +7,13 @@ import protobuf from "protobufjs";
 import { decodePushRequest } from "../../src/sim/loki-decode-fast.ts";
 import { decodePushRequestReference } from "../../src/sim/loki-decode-reference.ts";
 import type { DecodedStream } from "../../src/sim/loki-decoded.ts";
-import { ingest, type IngestLimits } from "../../src/sim/loki-ingest.ts";
+import { defaultIngestLimits, ingest, type IngestLimits } from "../../src/sim/loki-ingest.ts";
 import { AcceptedStore } from "../../src/sim/loki-store.ts";
-import { MAX_IGNORED_STREAM_ERRORS } from "../../src/sim/loki-messages.ts";
 
 const NOW_MS = 1_767_225_600_000;
 
 function limits(over: Partial<IngestLimits> = {}): IngestLimits {
-  return {
-    maxLineBytes: 262_144,
-    outOfOrderWindowMs: undefined,
-    poison: undefined,
-    nowMs: NOW_MS,
-    rejectOldSamplesMaxAgeMs: undefined,
-    creationGracePeriodMs: undefined,
-    maxLabelNamesPerSeries: 15,
-    maxLabelNameLength: 1024,
-    maxLabelValueLength: 2048,
-    maxStructuredMetadataBytes: 65_536,
-    maxStructuredMetadataEntries: 128,
-    maxIgnoredStreamErrors: MAX_IGNORED_STREAM_ERRORS,
-    tenant: "fake",
-    ...over,
-  };
+  return { ...defaultIngestLimits(NOW_MS), ...over };
 }
 
 type Pair = [string | Buffer, string | Buffer];

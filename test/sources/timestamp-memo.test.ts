@@ -2,15 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { TimestampMemo } from "../../src/sources/shaping/timestamp-memo.ts";
 import { timestampOf } from "../../src/sources/shaping/timestamp.ts";
-
-/** A small seeded generator, so a failure names a reproducible case. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s * 1664525 + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
+import { seededRandom } from "../../src/util/prng.ts";
 
 const pad = (n: number, w: number): string => String(n).padStart(w, "0");
 
@@ -62,7 +54,7 @@ describe("TimestampMemo", () => {
       "",
       "not a time at all!!!!!!!",
     ];
-    const random = rng(42);
+    const random = seededRandom(42);
     const memo = new TimestampMemo();
     for (let i = 0; i < 20_000; i++) {
       const base = near[Math.floor(random() * near.length)]!;

@@ -3,6 +3,7 @@
 // own), Avro-encoded with a per-topic schema.
 import { createHash } from "node:crypto";
 import avsc from "avsc";
+import { seededRandom } from "../../util/prng.ts";
 
 type AvroField = { name: string; type: unknown; default?: unknown };
 
@@ -161,18 +162,6 @@ export function buildTopicSchema(topic: string): SimTopicSchema {
   return { topic, shortName, schemaId, schemaJson, type: avsc.Type.forSchema(schema as avsc.Schema) };
 }
 
-/** A small, fast, seedable PRNG (mulberry32); one per event so generation order never matters. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function seedFor(seed: number, topic: string, n: number): number {
   const h = createHash("sha256").update(`${seed}\u0000${topic}\u0000${n}`).digest();
   return h.readUInt32BE(0);
@@ -211,7 +200,7 @@ export function generateEvent(
   createdMs: number,
   idPrefix = "sim",
 ): Record<string, unknown> {
-  const rand = prng(seedFor(seed, schema.topic, n));
+  const rand = seededRandom(seedFor(seed, schema.topic, n));
   const eventMs = createdMs - 5;
   const user = pick(rand, USERS);
   const common: Record<string, unknown> = {
