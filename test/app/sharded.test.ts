@@ -41,6 +41,24 @@ function space(emu: K8sEmulator, replica: string): K8sShardSpace {
   });
 }
 
+/** Each org polling its LoginEvents, sharded on the k8s emulator's Lease at test timing (3 s / 1 s). */
+function shardedConfig(orgs: Record<string, SimOrg>, pushUrl: string, statePath: string) {
+  return validateConfig({
+    orgs: Object.entries(orgs).map(([name, org]) => ({
+      name,
+      salesforce: simSalesforceConfig(org, DEMO_SECRET),
+      sources: pollingSources(org.rest.data),
+    })),
+    sink: { loki: { url: pushUrl, batch: { flush_interval: "50ms" } } },
+    state: { file: { path: statePath } },
+    coordinate: {
+      type: "k8s_lease",
+      k8s_lease: { namespace: NS, name: NAME, lease_duration: "3s", renew_interval: "1s" },
+      sharding: { enabled: true },
+    },
+  });
+}
+
 async function until(cond: () => boolean | Promise<boolean>, what: string, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await cond())) {
@@ -71,20 +89,7 @@ test("two sharded daemons split two orgs, each in its own seeded document, and r
     __fence_epoch__: "7",
   });
   writeFileSync(shared, before);
-  const config = validateConfig({
-    orgs: Object.entries(orgs).map(([name, org]) => ({
-      name,
-      salesforce: simSalesforceConfig(org, DEMO_SECRET),
-      sources: pollingSources(org.rest.data),
-    })),
-    sink: { loki: { url: loki.pushUrl, batch: { flush_interval: "50ms" } } },
-    state: { file: { path: shared } },
-    coordinate: {
-      type: "k8s_lease",
-      k8s_lease: { namespace: NS, name: NAME, lease_duration: "3s", renew_interval: "1s" },
-      sharding: { enabled: true },
-    },
-  });
+  const config = shardedConfig(orgs, loki.pushUrl, shared);
   const apps: App[] = [];
   const runs: Promise<void>[] = [];
   const stop = new AbortController();
@@ -185,20 +190,7 @@ test("one daemon, two orgs: losing one shard stops that org's pipeline only, and
     eventsPerTopic: 0,
     polling: { objects: { LoginEvent: { records: 10 } } },
   });
-  const config = validateConfig({
-    orgs: Object.entries(orgs).map(([name, org]) => ({
-      name,
-      salesforce: simSalesforceConfig(org, DEMO_SECRET),
-      sources: pollingSources(org.rest.data),
-    })),
-    sink: { loki: { url: loki.pushUrl, batch: { flush_interval: "50ms" } } },
-    state: { file: { path: join(tempDir(), "state.json") } },
-    coordinate: {
-      type: "k8s_lease",
-      k8s_lease: { namespace: NS, name: NAME, lease_duration: "3s", renew_interval: "1s" },
-      sharding: { enabled: true },
-    },
-  });
+  const config = shardedConfig(orgs, loki.pushUrl, join(tempDir(), "state.json"));
   const log = captureLogger();
   const app = createApp(config, {
     pollOnce: true,
@@ -277,20 +269,7 @@ test("a sharded daemon keeps every shard's dead letters in the deployment's one 
     polling: { objects: { LoginEvent: { records: 3 } } },
   });
   const statePath = join(tempDir(), "state.json");
-  const config = validateConfig({
-    orgs: Object.entries(orgs).map(([name, org]) => ({
-      name,
-      salesforce: simSalesforceConfig(org, DEMO_SECRET),
-      sources: pollingSources(org.rest.data),
-    })),
-    sink: { loki: { url: loki.pushUrl, batch: { flush_interval: "50ms" } } },
-    state: { file: { path: statePath } },
-    coordinate: {
-      type: "k8s_lease",
-      k8s_lease: { namespace: NS, name: NAME, lease_duration: "3s", renew_interval: "1s" },
-      sharding: { enabled: true },
-    },
-  });
+  const config = shardedConfig(orgs, loki.pushUrl, statePath);
   const app = createApp(config, {
     pollOnce: true,
     healthAddr: "127.0.0.1:0",
