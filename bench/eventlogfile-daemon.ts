@@ -136,7 +136,13 @@ export async function startDrainRig(rows: number): Promise<DrainRig> {
   const config = validateConfig({
     salesforce,
     sources: { eventlogfile: { enabled: true, event_types: ["API"] } },
-    sink: { loki: { url, structured_metadata_fields: ["USER_ID", "CLIENT_IP"] } },
+    sink: {
+      loki: {
+        url,
+        structured_metadata_fields: ["USER_ID", "CLIENT_IP"],
+        ...(process.env.QMAX ? { batch: { queue_maxsize: Number(process.env.QMAX) } } : {}),
+      },
+    },
     state: { file: { path: join(dir, "state.json") } },
   });
   return {

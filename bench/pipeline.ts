@@ -334,7 +334,11 @@ export async function e2eWindow(
   batch: Partial<BatchSettings> = {},
   latencyMs = 0,
 ): Promise<E2eWindow> {
-  const passes = await timedWindow(minMs, () => e2ePass(entries, receiver, batch, latencyMs));
+  return e2eWindowOf(await timedWindow(minMs, () => e2ePass(entries, receiver, batch, latencyMs)));
+}
+
+/** A window's figures from its passes, added up. */
+export function e2eWindowOf(passes: readonly E2eResult[]): E2eWindow {
   const count = total(passes, (p) => p.entries);
   const ms = total(passes, (p) => p.ms);
   const senderCpu = total(passes, (p) => p.sender_cpu_ms);
