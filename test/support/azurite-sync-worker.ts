@@ -3,7 +3,7 @@
 import { request } from "node:http";
 import { parentPort, workerData, type MessagePort } from "node:worker_threads";
 import { BlobServiceClient, isRestError } from "@azure/storage-blob";
-import type { SyncAnswer, SyncCall } from "./azurite-sync.ts";
+import type { SyncAnswer, SyncCall, SyncReply } from "./azurite-sync.ts";
 
 const { flag, port } = workerData as { flag: Int32Array; port: MessagePort };
 
@@ -60,9 +60,9 @@ async function blob(call: Exclude<SyncCall, { op: "raw" }>): Promise<SyncAnswer>
   }
 }
 
-parentPort?.on("message", (call: SyncCall) => {
+parentPort?.on("message", ({ id, call }: { id: number; call: SyncCall }) => {
   void (call.op === "raw" ? raw(call) : blob(call)).then((answer) => {
-    port.postMessage(answer);
+    port.postMessage({ id, answer } satisfies SyncReply);
     Atomics.store(flag, 0, 1);
     Atomics.notify(flag, 0);
   });

@@ -18,13 +18,22 @@ export interface SyncAnswer {
 /** Generous: Azurite answers in a few ms, but the test host is shared. */
 const CALL_TIMEOUT_MS = 15_000;
 
+/** What the worker posts back: the answer, with the id of the call it answers. */
+export interface SyncReply {
+  id: number;
+  answer: SyncAnswer;
+}
+
 export class AzuriteSync {
   readonly #worker: Worker;
   readonly #port: MessagePort;
   readonly #flag = new Int32Array(new SharedArrayBuffer(4));
+  readonly #timeoutMs: number;
+  #nextId = 0;
   #closed = false;
 
-  constructor() {
+  constructor(timeoutMs = CALL_TIMEOUT_MS) {
+    this.#timeoutMs = timeoutMs;
     const { port1, port2 } = new MessageChannel();
     this.#port = port1;
     this.#worker = new Worker(new URL("./azurite-sync-worker.ts", import.meta.url), {
@@ -34,17 +43,28 @@ export class AzuriteSync {
     this.#worker.unref();
   }
 
+  /**
+   * Makes `call` and blocks until its answer. A call that timed out may still be answered later: that
+   * answer carries the old call's id and is dropped, so it can never pass for the answer to a later call.
+   */
   call(call: SyncCall): SyncAnswer {
     if (this.#closed) throw new Error(`Azurite was stopped; cannot ${call.op}`);
+    const id = ++this.#nextId;
+    const deadline = performance.now() + this.#timeoutMs;
     Atomics.store(this.#flag, 0, 0);
-    this.#worker.postMessage(call);
-    if (Atomics.wait(this.#flag, 0, 0, CALL_TIMEOUT_MS) === "timed-out") {
-      throw new Error(`Azurite did not answer ${call.op} within ${CALL_TIMEOUT_MS} ms`);
+    this.#worker.postMessage({ id, call });
+    for (;;) {
+      // The worker posts before it raises the flag: whatever woke us is on the port by now.
+      for (let reply = receiveMessageOnPort(this.#port); reply; reply = receiveMessageOnPort(this.#port)) {
+        const { id: answered, answer } = reply.message as SyncReply;
+        if (answered === id) return { ...answer, body: Buffer.from(answer.body) };
+      }
+      const left = deadline - performance.now();
+      if (left <= 0 || Atomics.wait(this.#flag, 0, 0, left) === "timed-out") {
+        throw new Error(`Azurite did not answer ${call.op} within ${this.#timeoutMs} ms`);
+      }
+      Atomics.store(this.#flag, 0, 0);
     }
-    const reply = receiveMessageOnPort(this.#port);
-    if (!reply) throw new Error(`the Azurite worker woke without an answer to ${call.op}`);
-    const answer = reply.message as SyncAnswer;
-    return { ...answer, body: Buffer.from(answer.body) };
   }
 
   async close(): Promise<void> {
