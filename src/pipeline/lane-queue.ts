@@ -92,9 +92,17 @@ export class LaneQueue {
     wake?.();
   };
 
-  /** Rejects waiting and future producers with `reason`, wakes the consumer, refuses new items. */
+  /**
+   * Rejects waiting and future producers with `reason`, wakes the consumer, refuses new items, and drops
+   * what is queued: a cancelled lane never takes it (count it with queuedEntries() first).
+   */
   cancel(reason: Error): void {
     this.#cancelled = true;
+    this.#items.fill(undefined);
+    this.#costs.fill(0);
+    this.#head = 0;
+    this.#size = 0;
+    this.#bytes = 0;
     this.#producers.fail(reason);
     this.wakeConsumer();
   }

@@ -90,11 +90,20 @@ export class Lane {
     }
   }
 
-  /** Tears the lane down: waiting producers and the batcher wake with `reason`. */
+  /**
+   * Tears the lane down: waiting producers and the batcher wake with `reason`, and the lane lets go of
+   * every entry it still holds (queued, or in the batch being built). None of them will be pushed or
+   * committed by this run; the next term reads from the checkpoints. Whoever counts them as abandoned
+   * does so before (uncommitted()). Until the next run replaces this one, /statusz shows a standby
+   * holding nothing, and the entries' memory is free.
+   */
   cancel(reason: Error): void {
     this.#cancelled = true;
     this.queue.cancel(reason);
     this.committer.cancel(reason);
+    this.#batch = [];
+    this.#batchBytes = 0;
+    this.#admitting = undefined;
   }
 
   /** Everything admitted but not committed: outstanding batches, the batch being built, the queue. */

@@ -113,6 +113,32 @@ test("a fence refusal rejects run() with that error and cancels producers blocke
   assert.equal(h.pipeline.status().running, false);
 });
 
+test("a fenced run lets go of every entry it held: its lanes report nothing queued, batching or in flight", async () => {
+  const flood = new ScriptedSource("eventlog_objects", function* () {
+    for (let i = 0; ; i++) yield entry("eventlog_objects:ApiEvent", String(i).padStart(9, "0"));
+  });
+  const h = harness([flood], { batch: { max_entries: 5, queue_maxsize: 10, max_in_flight: 1 } });
+  h.sink.stall();
+  h.store.failNextCommit(new StateFenceError("fenced"));
+  const running = h.pipeline.run(new AbortController().signal);
+  await waitUntil(() => h.sink.calls.length === 1, "push");
+  // One batch pushing, the next built and waiting for the window, the queue full behind it.
+  await waitUntil(() => h.pipeline.status().lanes.bulk?.queued_entries === 10, "a full queue");
+  const held = h.pipeline.status().lanes.bulk!;
+  assert.equal(held.batching_entries, 5, "a batch waits for the window");
+  h.sink.calls[0]!.succeed();
+  await assert.rejects(running, StateFenceError);
+  // What a standby's /statusz shows until its next term: nothing of the last one.
+  assert.deepEqual(h.pipeline.status().lanes.bulk, {
+    queued_entries: 0,
+    queued_bytes: 0,
+    batching_entries: 0,
+    in_flight: 0,
+    awaiting_commit: 0,
+    failing_since: null,
+  });
+});
+
 test("a store outage never ends the run: the write is retried with backoff from a fresh read, then commits", async () => {
   const clock = new ManualClock({ auto: true });
   const src = new ScriptedSource("eventlogfile", [entry(KEY, "1"), entry(KEY, "2")]);

@@ -94,3 +94,19 @@ test("cancel rejects waiting producers and wakes the consumer", async () => {
   await consumer;
   assert.equal(q.tryPut(token("k", "3"), 0), false, "a cancelled queue admits nothing");
 });
+
+test("cancel lets go of what is queued, after queuedEntries() could count it", () => {
+  const q = new LaneQueue(4, 0);
+  q.tryPut(entry("k", "1"), 100);
+  q.tryPut(token("k", "2"), 0);
+  q.tryPut(entry("k", "3"), 50);
+  assert.deepEqual(
+    q.queuedEntries().map((e) => e.checkpoint.value),
+    ["1", "2", "3"],
+  );
+  q.cancel(new Error("torn down"));
+  assert.equal(q.size, 0);
+  assert.equal(q.bytes, 0);
+  assert.deepEqual(q.queuedEntries(), []);
+  assert.equal(q.take(), undefined);
+});
