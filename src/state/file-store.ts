@@ -145,9 +145,10 @@ export class FileCheckpointStore implements CheckpointStore {
       const fresh = await this.#read();
       const stored = storedEpoch(fresh, this.#log);
       if (stored !== undefined && stored > epoch) throw stateErrors.staleEpoch(this.#path, op, epoch, stored);
-      const next = change(fresh);
+      const base = this.#base(fresh, stored, epoch);
+      const next = change(base);
       if (!next) {
-        this.#doc = fresh;
+        this.#doc = base;
         return;
       }
       // Once more right before the rename (after the fsync of the temp file): a plain file has no
@@ -155,6 +156,25 @@ export class FileCheckpointStore implements CheckpointStore {
       // its term ended to the rename call itself (#17).
       await this.#flush(stamped(next, epoch), () => fence?.check());
     });
+  }
+
+  /**
+   * What the next write builds on: normally the file as it is now. A document of an older term on top
+   * of one this term already wrote can only be a paused former leader's rename that landed after this
+   * term began (the one window a plain file leaves: docs/high-availability.md). Its values are older
+   * than this term's, so the write builds on this term's own last document and replaces the stale one
+   * whole, instead of leaving its keys behind until each is committed again.
+   */
+  #base(fresh: CheckpointDocument, stored: number | undefined, epoch: number): CheckpointDocument {
+    const ours = this.#doc;
+    if (stored === undefined || stored >= epoch || ours === undefined) return fresh;
+    if (storedEpoch(ours, this.#log) !== epoch) return fresh;
+    this.#log.warn(
+      { path: this.#path, epoch, stale_epoch: stored },
+      "the state file holds a write of an older term that landed after this term's (a paused former " +
+        "leader); writing this term's checkpoints over it",
+    );
+    return ours;
   }
 
   /** The cache changes only after the write is durable: a failed flush leaves it as it was. */

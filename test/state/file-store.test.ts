@@ -179,6 +179,42 @@ describe("file store", () => {
       assert.equal(await store.load("k9"), "fresh", "a no-op delete still refreshes the cache");
     });
 
+    test("an older term's document that lands after this term wrote is replaced whole, not built on", async (t) => {
+      const { path, store } = await storeIn(t, { exclusiveLock: false });
+      store.setFence(testFence({ epoch: () => 2 }));
+      await store.commit("pubsub:A", "a-200");
+      await store.commit("pubsub:B", "b-200");
+      // A former leader (epoch 1), paused between its last fence check and its rename, lands now.
+      await writeFile(
+        path,
+        JSON.stringify({
+          "pubsub:A": "a-150",
+          "pubsub:B": "b-150",
+          "pubsub:C": "c-150",
+          __fence_epoch__: "1",
+        }),
+      );
+      await store.commit("pubsub:A", "a-210");
+      assert.deepEqual(await readJson(path), {
+        "pubsub:A": "a-210",
+        "pubsub:B": "b-200",
+        __fence_epoch__: "2",
+      });
+      assert.equal(await store.load("pubsub:B"), "b-200");
+    });
+
+    test("an older term's document found before this term's first write is built on (the term claim reads it)", async (t) => {
+      const { path, store } = await storeIn(t, { exclusiveLock: false });
+      await writeFile(path, JSON.stringify({ "pubsub:A": "a-150", __fence_epoch__: "1" }));
+      store.setFence(testFence({ epoch: () => 2 }));
+      await store.commit("pubsub:B", "b-1");
+      assert.deepEqual(await readJson(path), {
+        "pubsub:A": "a-150",
+        __fence_epoch__: "2",
+        "pubsub:B": "b-1",
+      });
+    });
+
     test("the fence is checked again after the temp file is durable, right before the rename (#17)", async (t) => {
       const { path, store } = await storeIn(t, { exclusiveLock: false });
       await writeFile(path, JSON.stringify({ k1: "v1", __fence_epoch__: "2" }));
