@@ -17,16 +17,15 @@ import {
   type Better,
   type RunFigure,
 } from "./baseline.ts";
-import { codecWindowOf, codecWindows, makeCorpus, type CodecPass, type CodecWindow } from "./codec.ts";
+import { codecWindows, makeCorpus, type CodecWindow } from "./codec.ts";
+import { pairedSamples } from "./paired.ts";
 import {
   e2ePass,
   e2eWindow,
-  e2eWindowOf,
   forkRssProbe,
   startChildReceiver,
   startInProcessReceiver,
   type BenchReceiver,
-  type E2eResult,
   type E2eWindow,
 } from "./pipeline.ts";
 import { benchPipelineNoop, pipelineNoopPass } from "./pipeline-noop.ts";
@@ -253,32 +252,6 @@ async function e2eWindows(
   return windows;
 }
 
-/**
- * The headline ratio's samples: in each, codec passes and e2e passes alternate (about 0.1 and 0.2 s
- * each) until both sides add up to MIN_WINDOW_MS, so a sample's two windows saw the same seconds of
- * the host. Back-to-back 2 s windows did not: the host's speed drifts within seconds, and that drift
- * was most of the ratio's spread. A discarded warm-up sample first, as in e2eWindows.
- */
-async function pairedSamples(
-  codec: ReturnType<typeof codecWindows>,
-  entries: Parameters<typeof e2ePass>[0],
-  receiver: BenchReceiver,
-): Promise<{ codec: CodecWindow; e2e: E2eWindow }[]> {
-  const sample = async (): Promise<{ codec: CodecWindow; e2e: E2eWindow }> => {
-    const codecPasses: CodecPass[] = [];
-    const e2ePasses: E2eResult[] = [];
-    while (total(codecPasses, (p) => p.ms) < MIN_WINDOW_MS || total(e2ePasses, (p) => p.ms) < MIN_WINDOW_MS) {
-      codecPasses.push(codec.pass());
-      e2ePasses.push(await e2ePass(entries, receiver));
-    }
-    return { codec: codecWindowOf(codecPasses), e2e: e2eWindowOf(e2ePasses) };
-  };
-  await sample();
-  const samples = [];
-  for (let i = 0; i < SAMPLES; i++) samples.push(await sample());
-  return samples;
-}
-
 /** Wall ms and CPU of the median window, per pass and per entry. */
 const cpuSplit = (windows: E2eWindow[]) => {
   const w = medianSample(windows, (x) => x.eps);
@@ -302,7 +275,7 @@ progress(
 const corpus = makeCorpus(ENTRIES);
 const avgLineBytes = Math.round(corpus.reduce((sum, e) => sum + e.lineBytes, 0) / corpus.length);
 
-// The headline ratio: codec and e2e passes interleaved within each sample (pairedSamples), so each
+// The headline ratio: codec and e2e passes interleaved within each sample (bench/paired.ts), so each
 // ratio compares two windows that saw the same host, and its spread is the spread of the ratio itself.
 const codec = codecWindows(corpus, 1000);
 const codecSamples: CodecWindow[] = [];
@@ -310,7 +283,7 @@ const { e2eChild, rtt } = await withReceiver(
   () => startChildReceiver("loki"),
   async (r) => {
     progress("codec (protobuf + snappy on pre-built 1000-entry batches) paired with e2e into the Loki child");
-    const paired = await pairedSamples(codec, corpus, r);
+    const paired = await pairedSamples(codec, corpus, r, SAMPLES, MIN_WINDOW_MS);
     codecSamples.push(...paired.map((p) => p.codec));
     const e2eChild = paired.map((p) => p.e2e);
     progress(`rtt ${RTT_MS} ms, max_in_flight 1 and 4 paired (${RTT_ENTRIES} entries per pass)`);
