@@ -9,7 +9,7 @@ import { parsePlan } from "../../src/backfill/options.ts";
 import { runBackfill } from "../../src/backfill/run.ts";
 import { validateConfig } from "../../src/config/load.ts";
 import { startDemoWorld, type DemoWorld } from "../../src/sim/demo-world.ts";
-import { systemClock } from "../../src/util/clock.ts";
+import { ManualClock } from "../../src/util/clock.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const dir = tempDir("sf2loki-backfill-abort-");
@@ -39,7 +39,9 @@ it("every push failing past the abort window: push-failed, one line, nothing com
     config,
     plan: parsePlan({ since }),
     io: { stdout: () => undefined, stderr: (t) => (stderr += t), isTTY: false },
-    clock: systemClock,
+    // Virtual time: the sink's own retries back off for ~10 s in all before the pipeline sees a failed
+    // push (and the abort window starts); on the system clock that made this test take 6–14 s.
+    clock: new ManualClock({ auto: true, startMs: Date.now() }),
     signal: new AbortController().signal,
     pushFailureAbortMs: 500,
   });
