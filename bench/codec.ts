@@ -147,35 +147,19 @@ export function codecWindowOf(passes: readonly CodecPass[]): CodecWindow {
 
 /**
  * The sink's request building (encodeRequestSync: grouping, protobuf encode, snappy) over pre-built
- * batches of `batchSize`: `pass()` runs one pass over them all, `window(minMs)` repeats whole passes
- * until they add up to `minMs` (bench/sample.ts). Warmed up on construction.
+ * batches of `batchSize`: each call runs one pass over them all, timed with the process's CPU. Warmed
+ * up on construction. bench/paired.ts interleaves these passes with e2e passes into windows.
  */
-export function codecWindows(
-  entries: LogEntry[],
-  batchSize = 1000,
-): { pass: () => CodecPass; window: (minMs: number) => CodecWindow } {
+export function codecPasses(entries: LogEntry[], batchSize = 1000): () => CodecPass {
   const all = batches(entries, batchSize);
   pass(all.slice(0, 5), 5 * batchSize, sinkRequest, false); // warm-up: optimised code before the first window
-  const onePass = (): CodecPass => {
+  return () => {
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     pass(all, entries.length, sinkRequest, false);
     const ms = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
     return { ms, entries: entries.length, cpuMicros: cpu.user + cpu.system };
-  };
-  return {
-    pass: onePass,
-    window(minMs) {
-      const passes: CodecPass[] = [];
-      let ms = 0;
-      while (ms < minMs || passes.length === 0) {
-        const p = onePass();
-        passes.push(p);
-        ms += p.ms;
-      }
-      return codecWindowOf(passes);
-    },
   };
 }
 

@@ -5,7 +5,7 @@
 // (bench/README.md, "The two figures this host decides").
 //
 // Usage: node bench/paired.ts [samples=5] [minWindowMs=2000]     prints one JSON line
-import { codecWindowOf, codecWindows, makeCorpus, type CodecPass, type CodecWindow } from "./codec.ts";
+import { codecWindowOf, codecPasses, makeCorpus, type CodecPass, type CodecWindow } from "./codec.ts";
 import {
   e2ePass,
   e2eWindowOf,
@@ -29,20 +29,20 @@ export interface PairedSample {
  * sample ran ~20 % slow).
  */
 export async function pairedSamples(
-  codec: ReturnType<typeof codecWindows>,
+  codecPass: () => CodecPass,
   entries: Parameters<typeof e2ePass>[0],
   receiver: BenchReceiver,
   samples: number,
   minWindowMs: number,
 ): Promise<PairedSample[]> {
   const sample = async (): Promise<PairedSample> => {
-    const codecPasses: CodecPass[] = [];
+    const codecRuns: CodecPass[] = [];
     const e2ePasses: E2eResult[] = [];
-    while (total(codecPasses, (p) => p.ms) < minWindowMs || total(e2ePasses, (p) => p.ms) < minWindowMs) {
-      codecPasses.push(codec.pass());
+    while (total(codecRuns, (p) => p.ms) < minWindowMs || total(e2ePasses, (p) => p.ms) < minWindowMs) {
+      codecRuns.push(codecPass());
       e2ePasses.push(await e2ePass(entries, receiver));
     }
-    return { codec: codecWindowOf(codecPasses), e2e: e2eWindowOf(e2ePasses) };
+    return { codec: codecWindowOf(codecRuns), e2e: e2eWindowOf(e2ePasses) };
   };
   await sample();
   const out: PairedSample[] = [];
@@ -60,7 +60,7 @@ if (import.meta.main) {
   const corpus = makeCorpus(200_000);
   const receiver = await startChildReceiver("loki");
   try {
-    const paired = await pairedSamples(codecWindows(corpus, 1000), corpus, receiver, samples, minWindowMs);
+    const paired = await pairedSamples(codecPasses(corpus, 1000), corpus, receiver, samples, minWindowMs);
     const figure = (value: (p: PairedSample) => number) => summarise(paired.map(value));
     console.log(
       JSON.stringify({

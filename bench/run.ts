@@ -17,7 +17,7 @@ import {
   type Better,
   type RunFigure,
 } from "./baseline.ts";
-import { codecWindows, makeCorpus, type CodecWindow } from "./codec.ts";
+import { codecPasses, makeCorpus, type CodecWindow } from "./codec.ts";
 import { pairedSamples } from "./paired.ts";
 import {
   e2ePass,
@@ -277,7 +277,7 @@ const avgLineBytes = Math.round(corpus.reduce((sum, e) => sum + e.lineBytes, 0) 
 
 // The headline ratio: codec and e2e passes interleaved within each sample (bench/paired.ts), so each
 // ratio compares two windows that saw the same host, and its spread is the spread of the ratio itself.
-const codec = codecWindows(corpus, 1000);
+const codec = codecPasses(corpus, 1000);
 const codecSamples: CodecWindow[] = [];
 const { e2eChild, rtt } = await withReceiver(
   () => startChildReceiver("loki"),
