@@ -7,13 +7,13 @@ import {
   FENCED,
   HaRig,
   RENEW_MS,
-  assertNoCheckpointRegression,
   assertOneLeader,
   killThenTerm,
   totals,
   uniqueDelivered,
   waitFor,
 } from "./ha-support.ts";
+import { assertNoCheckpointRegression } from "./checkpoint-writes.ts";
 
 test("k8s_lease + GCS store: kill -9 then SIGTERM of the leader, nothing lost, one leader", async (t) => {
   await killThenTerm(t, await HaRig.start(t, "k8s_lease + gcs", { seed: 23, eventsPerTopic: 5000 }));

@@ -4,7 +4,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { DEMO_TOPICS, type DemoWorld } from "../../src/sim/demo-world.ts";
-import { HaRig, assertNoCheckpointRegression, assertOneLeader, eventually, totals } from "./ha-support.ts";
+import { assertNoCheckpointRegression } from "./checkpoint-writes.ts";
+import { HaRig, assertOneLeader, eventually, totals } from "./ha-support.ts";
 
 interface LaneStatus {
   queued_entries: number;

@@ -27,8 +27,6 @@ import {
   type CheckpointWrite,
 } from "./checkpoint-writes.ts";
 
-export { assertNoCheckpointRegression, assertNoStaleTermWrite, type CheckpointWrite };
-
 const BIN = new URL("../../bin/sf2loki.js", import.meta.url).pathname;
 
 /** Lease timing of every pairing: short, so a failover takes seconds. */
