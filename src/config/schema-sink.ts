@@ -29,7 +29,8 @@ const batch = section(
     queue_max_bytes: int(268_435_456, "Bytes queued per lane before sources wait; 0 disables.", { min: 0 }),
     max_in_flight: int(
       4,
-      "Pushes in flight per lane; commits still apply in batch order. 1 = strictly serial.",
+      "Pushes in flight per lane; commits still apply in batch order. Up to as many delivered batches " +
+        "(checkpoints only) may wait for the store, so a slow store does not slow the pushes. 1 = one push at a time.",
       {
         min: 1,
         max: 64,

@@ -6,8 +6,8 @@ export type BatchState = "pushing" | "ready" | "abandoned";
 export class PendingBatch {
   /** Position in its lane: commits are applied strictly in this order. */
   readonly seq: number;
-  /** Real entries only, in queue order: what one Sink.push carries. */
-  readonly pushView: readonly LogEntry[];
+  /** Real entries in the batch; still counted after `delivered()` let go of them. */
+  readonly entries: number;
   /** The commit view collapsed to the last value per key, in batch order. */
   readonly commits: Map<string, string>;
   /** Entries in the batch, checkpoint-only ones included. */
@@ -15,6 +15,7 @@ export class PendingBatch {
   state: BatchState = "pushing";
   /** Set by this batch's first retryable failure, cleared when the sink answers for good. */
   failingSince: { monoMs: number; wallMs: number } | undefined;
+  #pushView: readonly LogEntry[];
 
   /** Takes `entries` over: when all are real (the common case) they are the push view, uncopied. */
   constructor(seq: number, entries: readonly LogEntry[]) {
@@ -35,6 +36,21 @@ export class PendingBatch {
       value = token.value;
     }
     if (key !== undefined) this.commits.set(key, value);
-    this.pushView = tokens === 0 ? entries : entries.filter((e) => !e.checkpointOnly);
+    this.#pushView = tokens === 0 ? entries : entries.filter((e) => !e.checkpointOnly);
+    this.entries = this.#pushView.length;
+  }
+
+  /** Real entries only, in queue order: what one Sink.push carries. Empty once delivered. */
+  get pushView(): readonly LogEntry[] {
+    return this.#pushView;
+  }
+
+  /**
+   * Loki answered for good (accepted, or refused and dead-lettered): only the checkpoints are still
+   * needed. Letting go of the entries here, not at the commit, frees them while the batch waits for
+   * the store, and keeps them from outliving the young generation only because the store is slow.
+   */
+  delivered(): void {
+    this.#pushView = [];
   }
 }

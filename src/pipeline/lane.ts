@@ -114,7 +114,7 @@ export class Lane {
     if (this.#admitting) batches.push(this.#admitting);
     for (const batch of batches) {
       for (const key of batch.commits.keys()) keys.add(key);
-      entries += batch.pushView.length;
+      entries += batch.entries;
     }
     for (const entry of [...this.#batch, ...this.queue.queuedEntries()]) {
       keys.add(entry.checkpoint.key);
@@ -180,7 +180,7 @@ export class Lane {
     this.#admitting = batch;
     await this.committer.admit(batch);
     this.#admitting = undefined;
-    if (batch.pushView.length === 0) {
+    if (batch.entries === 0) {
       // Only checkpoint tokens: nothing to push, but the commit still waits its turn.
       this.committer.settle(batch, "ready");
       return;

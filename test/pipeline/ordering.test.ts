@@ -21,11 +21,14 @@ test("max_in_flight 4: pushes overlap, commits land in batch order only", async 
   b3!.succeed();
   await settle(20);
   assert.deepEqual(h.store.commits, [], "batches 3 and 4 wait for 1 and 2");
+  // Delivered, 3 and 4 wait for their commit without holding a push slot: batch 5 goes out.
+  await waitUntil(() => h.sink.calls.length === 5, "a freed push slot admits batch 5");
+  assert.equal(h.pipeline.status().lanes.streaming!.in_flight, 3);
+  assert.equal(h.pipeline.status().lanes.streaming!.awaiting_commit, 2);
 
   b1!.succeed();
   await waitUntil(() => h.store.commits.length === 1, "batch 1 commits");
   assert.deepEqual(h.store.commits[0], { [KEY]: pad(2) });
-  await waitUntil(() => h.sink.calls.length === 5, "a freed slot admits batch 5");
 
   b2!.succeed();
   await waitUntil(() => h.store.commits.length === 2, "2, 3 and 4 commit together");

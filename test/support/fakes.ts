@@ -68,6 +68,7 @@ export class MemoryStore implements CheckpointStore {
   #fence: WriteFence | undefined;
   #failNext: Error | undefined;
   #failTimes = 0;
+  #held: Promise<undefined> | undefined;
   /** Every commitMany call, failed ones included. */
   commitAttempts = 0;
 
@@ -79,6 +80,16 @@ export class MemoryStore implements CheckpointStore {
   failNextCommit(err: Error, times = 1): void {
     this.#failNext = err;
     this.#failTimes = times;
+  }
+
+  /** Commits wait (a slow or unreachable store) until the returned function is called. */
+  holdCommits(): () => void {
+    const { promise, resolve } = Promise.withResolvers<undefined>();
+    this.#held = promise;
+    return () => {
+      this.#held = undefined;
+      resolve(undefined);
+    };
   }
 
   /** Values one key took, commit by commit. */
@@ -103,6 +114,7 @@ export class MemoryStore implements CheckpointStore {
   async commitMany(items: Readonly<Record<string, string>>): Promise<void> {
     await this.#fence?.check();
     this.commitAttempts++;
+    if (this.#held) await this.#held;
     if (this.#failNext !== undefined) {
       const err = this.#failNext;
       if (--this.#failTimes <= 0) this.#failNext = undefined;
