@@ -28,6 +28,16 @@ export default tseslint.config(
     rules: { "@typescript-eslint/no-deprecated": "off" },
   },
   {
+    // Plain JavaScript on purpose (bench/daemon-drain.mjs runs without the TypeScript loader): linted
+    // without type information, which only the TypeScript project has.
+    files: ["**/*.mjs"],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      globals: { process: "readonly", URL: "readonly", AbortController: "readonly" },
+    },
+  },
+  {
     files: ["test/**/*.ts", "bench/**/*.ts"],
     rules: {
       // node:test's describe/it return promises that the runner itself awaits.

@@ -5,17 +5,18 @@
 // daemon's alone. The receiver decodes every push with the same decoder the test receiver uses and
 // counts distinct REQUEST_IDs, so a run that loses or repeats a row is an error, not a figure.
 //
-// Usage: node bench/eventlogfile-daemon.ts [sizes...]    250 000 and 1 000 000 rows (or the sizes given,
-//                                                       e.g. 250000 1000000 5000000), fresh process each
-//        node bench/eventlogfile-daemon.ts --run <rows>  one measurement, JSON on stdout
+// Usage: node bench/eventlogfile-daemon.ts [--dist] [sizes...]   250 000 and 1 000 000 rows (or the sizes
+//                                                              given, e.g. 250000 1000000 5000000)
+//   --dist: the measured daemon runs the compiled build (`npm run build` first), as the image does;
+//           without it, the TypeScript sources, whose loader adds ~26 MiB of RSS no deployed daemon has.
 // Each size runs with the V8 flags and environment bin/sf2loki.js gives the daemon (DAEMON_V8_FLAGS,
 // DAEMON_ENV) and without any, so the JSON shows what they buy. Prints one JSON line.
 //
-// The measured process imports only what a daemon imports (the org and receiver code loads in the
-// helper roles), but it runs the TypeScript sources: Node's type stripper adds ~30 MiB of RSS that the
-// compiled image (dist/) does not carry; `baseline_rss_mib` is the process before the run.
+// The measured daemon is a fresh process per run (bench/daemon-drain.mjs) that imports only what a
+// daemon imports; this process owns the org and the receiver and reads the daemon's RSS from /proc
+// (peak: the kernel's high-water mark). `baseline_rss_mib` is the daemon before the run.
 import { forkRole, readBody } from "./roles.ts";
-import { mib, startMeasure } from "./measure.ts";
+import { mib, startProcMeasure } from "./measure.ts";
 import { fork, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
@@ -23,15 +24,19 @@ import type { AddressInfo } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createApp } from "../src/app.ts";
 import { validateConfig } from "../src/config/load.ts";
 import type { Config } from "../src/config/schema.ts";
 import { DAEMON_ENV, DAEMON_V8_FLAGS } from "../src/v8-flags.ts";
 
 const HERE = fileURLToPath(import.meta.url);
+const DAEMON = fileURLToPath(new URL("./daemon-drain.mjs", import.meta.url));
+
+/** What the measured daemon runs: the compiled build (as the image) or the TypeScript sources. */
+export type DaemonEntry = "dist" | "src";
 const SECRET = "bench-secret";
 
 export interface DaemonDrainFigures {
+  entry: DaemonEntry;
   rows_per_s: number;
   seconds: number;
   peak_rss_mib: number;
@@ -122,6 +127,8 @@ export async function receiverStats(receiver: ChildProcess): Promise<ReceiverSta
 /** The org and the receiver (each a child process) and the config a run against them uses. */
 export interface DrainRig {
   config: Config;
+  /** The same config before validation, as a daemon in another process is given it. */
+  raw: Record<string, unknown>;
   receiver: ChildProcess;
   close(): void;
 }
@@ -133,7 +140,7 @@ export async function startDrainRig(rows: number): Promise<DrainRig> {
   const { salesforce } = org.ready as { salesforce: Record<string, unknown> };
   const { url } = receiver.ready as { url: string };
   const dir = mkdtempSync(join(tmpdir(), "sf2loki-bench-"));
-  const config = validateConfig({
+  const raw = {
     salesforce,
     sources: { eventlogfile: { enabled: true, event_types: ["API"] } },
     sink: {
@@ -144,9 +151,10 @@ export async function startDrainRig(rows: number): Promise<DrainRig> {
       },
     },
     state: { file: { path: join(dir, "state.json") } },
-  });
+  };
   return {
-    config,
+    config: validateConfig(raw),
+    raw,
     receiver: receiver.proc,
     close: () => {
       org.proc.disconnect();
@@ -156,15 +164,46 @@ export async function startDrainRig(rows: number): Promise<DrainRig> {
   };
 }
 
-export async function benchEventLogFileDaemon(rows: number): Promise<DaemonDrainFigures> {
+/** The next message of the measured daemon in `phase`; rejects if it exits first. */
+function daemonSays<T>(daemon: ChildProcess, phase: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onExit = (code: number | null): void => {
+      reject(new Error(`the measured daemon exited with ${code} before "${phase}"`));
+    };
+    const onMessage = (m: { phase?: string }): void => {
+      if (m.phase !== phase) return;
+      daemon.off("message", onMessage).off("exit", onExit);
+      resolve(m as T);
+    };
+    daemon.on("message", onMessage).once("exit", onExit);
+  });
+}
+
+/**
+ * One drain of `rows` rows through a fresh daemon process started on `entry` with `execArgv` and `env`,
+ * checked at the receiver: a run that loses or repeats a row throws instead of returning a figure.
+ */
+export async function daemonRunInChild(
+  rows: number,
+  execArgv: string[] = [],
+  env: Record<string, string> = {},
+  entry: DaemonEntry = "src",
+): Promise<DaemonDrainFigures> {
   const rig = await startDrainRig(rows);
-  const { config } = rig;
+  const daemon = fork(DAEMON, [entry], {
+    execArgv,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   try {
-    const app = createApp(config, { pollOnce: true, noHealthServer: true });
-    const baseline = process.memoryUsage.rss();
-    const measure = startMeasure();
-    await app.run(new AbortController().signal);
-    const { seconds, cpu_seconds, peak_rss_mib, rssSamples: samples } = measure.stop();
+    const ready = daemonSays<{ rss: number }>(daemon, "ready");
+    daemon.send(rig.raw);
+    const { rss: baseline } = await ready;
+    const measure = startProcMeasure(daemon.pid!);
+    const done = daemonSays<{ cpu_seconds: number }>(daemon, "done");
+    daemon.send("go");
+    const { cpu_seconds } = await done;
+    const { seconds, peak_rss_mib, rssSamples: samples } = measure.stop();
     const got = await receiverStats(rig.receiver);
     if (got.entries !== rows || got.unique !== rows) {
       throw new Error(`receiver got ${got.entries} entries, ${got.unique} distinct ids; expected ${rows}`);
@@ -172,10 +211,11 @@ export async function benchEventLogFileDaemon(rows: number): Promise<DaemonDrain
     const quarter = (q: number): number =>
       mib(samples[Math.min(samples.length - 1, Math.floor((samples.length * q) / 4))] ?? 0);
     return {
+      entry,
       rows_per_s: Math.round(rows / seconds),
       seconds: Math.round(seconds * 100) / 100,
       peak_rss_mib,
-      cpu_seconds,
+      cpu_seconds: Math.round(cpu_seconds * 100) / 100,
       cpu_over_wall: Math.round((cpu_seconds / seconds) * 100) / 100,
       baseline_rss_mib: mib(baseline),
       load_avg_1m: Math.round(loadavg()[0]! * 100) / 100,
@@ -183,41 +223,32 @@ export async function benchEventLogFileDaemon(rows: number): Promise<DaemonDrain
       pushes: got.pushes,
     };
   } finally {
+    daemon.kill();
     rig.close();
   }
-}
-
-/** One measurement in a fresh process, so each size starts from the same heap. */
-export async function daemonRunInChild(
-  rows: number,
-  execArgv: string[] = [],
-  env: Record<string, string> = {},
-): Promise<DaemonDrainFigures> {
-  const proc = fork(HERE, ["--run", String(rows)], {
-    execArgv,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "inherit", "ipc"],
-  });
-  let out = "";
-  proc.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => proc.once("exit", resolve));
-  if (code !== 0) throw new Error(`daemon bench run for ${rows} rows exited with ${code}`);
-  return JSON.parse(out) as DaemonDrainFigures;
 }
 
 if (process.argv[1] === HERE) {
   const [flag, arg] = process.argv.slice(2);
   if (flag === "--org") await serveOrg(Number(arg));
   else if (flag === "--receiver") await serveReceiver(Number(arg));
-  else if (flag === "--run") {
-    console.log(JSON.stringify(await benchEventLogFileDaemon(Number(arg))));
-    process.exit(0);
-  } else {
-    const sizes = process.argv.slice(2).map(Number);
+  else {
+    const args = process.argv.slice(2);
+    const entry: DaemonEntry = args.includes("--dist") ? "dist" : "src";
+    const sizes = args.filter((a) => a !== "--dist").map(Number);
+    if (sizes.some((n) => !Number.isInteger(n) || n < 1)) {
+      process.stderr.write("usage: node bench/eventlogfile-daemon.ts [--dist] [rows...]\n");
+      process.exit(2);
+    }
     const results: Record<string, DaemonDrainFigures> = {};
     for (const rows of sizes.length > 0 ? sizes : [250_000, 1_000_000]) {
-      results[`${rows} daemon flags`] = await daemonRunInChild(rows, [...DAEMON_V8_FLAGS], { ...DAEMON_ENV });
-      results[`${rows} no flags`] = await daemonRunInChild(rows);
+      results[`${rows} daemon flags`] = await daemonRunInChild(
+        rows,
+        [...DAEMON_V8_FLAGS],
+        { ...DAEMON_ENV },
+        entry,
+      );
+      results[`${rows} no flags`] = await daemonRunInChild(rows, [], {}, entry);
     }
     // Also flat (`flags_1000000_peak_rss_mib`, `none_250000_cpu_seconds`, ...) for bench/run.ts, which
     // reads top-level numeric fields.
@@ -232,6 +263,7 @@ if (process.argv[1] === HERE) {
     console.log(
       JSON.stringify({
         bench: "eventlogfile_daemon_drain",
+        entry,
         daemon_v8_flags: DAEMON_V8_FLAGS,
         daemon_env: DAEMON_ENV,
         ...flat,

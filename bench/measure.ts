@@ -1,6 +1,8 @@
 // One timed window of a bench: wall time, this process's CPU, and its RSS sampled every 20 ms (the peak,
 // and every sample for benches that report how RSS moved through the run).
 
+import { readFileSync } from "node:fs";
+
 export const mib = (bytes: number): number => Math.round((bytes / 2 ** 20) * 10) / 10;
 
 export interface Measured {
@@ -33,6 +35,31 @@ export function startMeasure(): { stop: () => Measured } {
         peak_rss_mib: mib(peak),
         rssSamples,
       };
+    },
+  };
+}
+
+/** Another process's resident set from /proc (Linux): now, and the kernel's own high-water mark. */
+export function procRss(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = (field: string): number =>
+    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0);
+  return { rss: kib("VmRSS") * 1024, peak: kib("VmHWM") * 1024 };
+}
+
+/**
+ * startMeasure for another process: wall time here, its RSS sampled every 20 ms and its peak from the
+ * kernel's high-water mark (which no sampling interval can miss). Its CPU it reports itself.
+ */
+export function startProcMeasure(pid: number): { stop: () => Omit<Measured, "cpu_seconds"> } {
+  const rssSamples: number[] = [];
+  const sampler = setInterval(() => rssSamples.push(procRss(pid).rss), 20);
+  const started = performance.now();
+  return {
+    stop: () => {
+      const seconds = (performance.now() - started) / 1000;
+      clearInterval(sampler);
+      return { seconds, peak_rss_mib: mib(procRss(pid).peak), rssSamples };
     },
   };
 }

@@ -1,0 +1,36 @@
+// The measured daemon of bench/eventlogfile-daemon.ts. Plain JavaScript on purpose: started on the
+// compiled build (`dist`, what the image runs) this process loads no TypeScript at all, where a `.ts`
+// entry would carry Node's type stripper and the sources' TypeScript modules (~26 MiB of RSS that no
+// deployed daemon has). `src` runs the TypeScript sources instead, for a checkout without a build.
+//
+// Protocol over IPC, with the parent (which owns the simulated org and the receiver, and samples this
+// process's RSS from /proc): the parent sends the raw config; this process builds the app and answers
+// `ready` with its RSS; the parent sends `go`; this process runs one finite drain (pollOnce) and
+// answers `done` with the CPU seconds of the run.
+//
+// Usage: node [v8 flags] bench/daemon-drain.mjs dist|src      (forked by bench/eventlogfile-daemon.ts)
+const entry = process.argv[2];
+if (entry !== "dist" && entry !== "src") {
+  process.stderr.write(
+    "usage: node bench/daemon-drain.mjs dist|src (forked by bench/eventlogfile-daemon.ts)\n",
+  );
+  process.exit(2);
+}
+const ext = entry === "dist" ? "js" : "ts";
+const root = new URL(`../${entry}/`, import.meta.url);
+const [{ createApp }, { validateConfig }] = await Promise.all([
+  import(new URL(`app.${ext}`, root).href),
+  import(new URL(`config/load.${ext}`, root).href),
+]);
+
+/** The next IPC message from the parent. */
+const next = () => new Promise((resolve) => process.once("message", resolve));
+
+const app = createApp(validateConfig(await next()), { pollOnce: true, noHealthServer: true });
+process.send({ phase: "ready", rss: process.memoryUsage.rss() });
+await next();
+const cpu0 = process.cpuUsage();
+await app.run(new AbortController().signal);
+const cpu = process.cpuUsage(cpu0);
+process.send({ phase: "done", cpu_seconds: (cpu.user + cpu.system) / 1e6 });
+process.once("disconnect", () => process.exit(0));
