@@ -46,10 +46,17 @@ export class LogEntry {
     structuredMetadata?: Labels;
     checkpoint: CheckpointToken;
     checkpointOnly?: boolean;
+    /**
+     * The line is ASCII, so its UTF-8 length is its length: canonical JSON escapes every other
+     * character (ensure_ascii). Saves a scan of every line on the hot path (~0.3 µs for an
+     * EventLogFile row). Only for lines built that way: an undercount would let a line past the cap.
+     */
+    asciiLine?: boolean;
   }) {
     this.timestampNs = init.timestampNs;
     this.labels = init.labels;
     this.#line = init.line;
+    if (init.asciiLine === true) this.#lineBytes = init.line.length;
     this.structuredMetadata = init.structuredMetadata ?? {};
     this.checkpoint = init.checkpoint;
     this.checkpointOnly = init.checkpointOnly ?? false;

@@ -112,6 +112,7 @@ export class ElfFileShaper {
         shaper.fallbackNs(fallbackNs),
       labels: this.#promoted.length === 0 ? this.#labels : this.#promote((i) => cells[i]),
       line,
+      asciiLine: true,
       structuredMetadata: metadata,
       checkpoint,
     });
@@ -135,6 +136,7 @@ export class ElfFileShaper {
         timestampOf(row[timestampColumn]) ?? timestampOf(row.TIMESTAMP) ?? shaper.fallbackNs(fallbackNs),
       labels: this.#promoted.length === 0 ? this.#labels : this.#promote((_, name) => row[name]),
       line: this.#render(row),
+      asciiLine: true,
       structuredMetadata: metadata,
       checkpoint,
     });

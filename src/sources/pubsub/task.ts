@@ -253,6 +253,7 @@ export class TopicTask {
       timestampNs: ts,
       labels: { source: "pubsub", event_type: this.#eventType },
       line: canonicalJson(p),
+      asciiLine: true,
       structuredMetadata: routeFields(p, this.#c.metadataFields),
       checkpoint: token,
     });
