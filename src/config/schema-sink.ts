@@ -18,25 +18,41 @@ import {
 } from "./fields.ts";
 
 const batch = section(
-  z.strictObject({
-    max_entries: int(1000, "Flush when a batch holds this many entries.", { min: 1 }),
-    max_bytes: int(1_048_576, "Flush when a batch reaches this many bytes (line bytes + 64 per entry).", {
-      min: 1,
-    }),
-    flush_interval: duration("1s", "Flush this long after a batch's first entry."),
-    max_line_bytes: int(262_144, "Longer lines are truncated with a marker; 0 disables.", { min: 0 }),
-    queue_maxsize: int(10_000, "Entries queued per lane before sources wait.", { min: 100 }),
-    queue_max_bytes: int(268_435_456, "Bytes queued per lane before sources wait; 0 disables.", { min: 0 }),
-    max_in_flight: int(
-      4,
-      "Pushes in flight per lane; commits still apply in batch order. Up to as many delivered batches " +
-        "(checkpoints only) may wait for the store, so a slow store does not slow the pushes. 1 = one push at a time.",
-      {
+  z
+    .strictObject({
+      max_entries: int(1000, "Flush when a batch holds this many entries.", { min: 1 }),
+      max_bytes: int(1_048_576, "Flush when a batch reaches this many bytes (line bytes + 64 per entry).", {
         min: 1,
-        max: 64,
-      },
-    ),
-  }),
+      }),
+      flush_interval: duration("1s", "Flush this long after a batch's first entry."),
+      max_line_bytes: int(262_144, "Longer lines are truncated with a marker; 0 disables.", { min: 0 }),
+      queue_maxsize: int(10_000, "Entries queued per lane before sources wait.", { min: 100 }),
+      queue_max_bytes: int(268_435_456, "Bytes queued per lane before sources wait; 0 disables.", { min: 0 }),
+      max_in_flight: int(
+        4,
+        "Pushes in flight per lane; commits still apply in batch order. 1 = one push at a time.",
+        {
+          min: 1,
+          max: 64,
+        },
+      ),
+      max_uncommitted: int(
+        16,
+        "Batches per lane pushed and not yet committed: the pushes in flight plus delivered ones waiting " +
+          "for their checkpoint write (they hold only checkpoints), so a slow store does not slow the " +
+          "pushes. Bounds what a crash re-delivers (x max_entries). At least max_in_flight.",
+        { min: 1, max: 1024 },
+      ),
+    })
+    .superRefine((b, ctx) => {
+      if (b.max_uncommitted < b.max_in_flight) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["max_uncommitted"],
+          message: `is ${b.max_uncommitted}, below max_in_flight (${b.max_in_flight}): every push in flight is uncommitted; raise it to at least ${b.max_in_flight}`,
+        });
+      }
+    }),
   "Batching and the per-lane queue bounds (memory ≈ 2 lanes × queue_max_bytes).",
 );
 

@@ -1,16 +1,16 @@
 // The ordered commit window of one lane. Up to `maxInFlight` batches may be pushing (handed to the
-// sink, not answered yet), and up to `maxInFlight` more may wait, delivered, for their checkpoint
-// write; their commits are applied strictly in batch order, so a batch that is still retrying holds
-// back every commit behind it, and a full window holds back the consumer (and through the queue, the
-// sources). Batches that are settled together at the head of the window are written in one
-// commitMany: fewer store writes, same order, later values win.
+// sink, not answered yet) and up to `maxUncommitted` may be outstanding in all, the rest delivered and
+// waiting for their checkpoint write; commits are applied strictly in batch order, so a batch that is
+// still retrying holds back every commit behind it, and a full window holds back the consumer (and
+// through the queue, the sources). Batches that are settled together at the head of the window are
+// written in one commitMany: fewer store writes, same order, later values win.
 //
-// Why two halves: a store write takes its own time (two fsyncs for a file, a PUT for an object store),
-// and with one shared window a lane could only push `maxInFlight` batches per push-and-write round
-// trip; a 1M-row EventLogFile drain sat idle ~13 % of its time waiting on fsyncs. A delivered batch
-// holds only its checkpoints (its entries are let go on delivery), so the second half costs no memory;
-// it is bounded so that a store outage still stops the lane, and what a crash re-delivers stays
-// bounded: at most 2 x `maxInFlight` batches pushed and not committed.
+// Why two bounds: a store write takes its own time (two fsyncs for a file, a PUT for an object store).
+// With one bound for both, a lane could push only `maxInFlight` batches per push-and-write round trip:
+// a 1M-row EventLogFile drain sat idle ~13 % of its time waiting on the state file's fsyncs. A delivered
+// batch holds only its checkpoints (its entries are let go on delivery), so the delivered part costs no
+// memory; it is bounded so that a store outage still stops the lane, and what a crash re-delivers stays
+// at most `maxUncommitted` batches.
 //
 // A store outage of any length never ends the run: the batches stay held (and through the full window,
 // the sources wait), and the write is retried with backoff from a fresh read until the store answers.
@@ -49,7 +49,10 @@ export interface CommitterDeps {
   clock: Clock;
   logger: Logger;
   abandoned: AbandonedKeys;
+  /** Batches pushing at once. */
   maxInFlight: number;
+  /** Batches outstanding at once, pushing or delivered and waiting for their write; >= maxInFlight. */
+  maxUncommitted: number;
   /** After each successful store write, with exactly what was written. */
   onCommitted: (commits: ReadonlyMap<string, string>) => void;
   /** A store write failed in a way no retry can fix: the run must stop (spec B §2.10). */
@@ -82,11 +85,10 @@ export class OrderedCommitter {
   }
 
   #full(): boolean {
-    const max = this.#deps.maxInFlight;
-    if (this.#window.length >= 2 * max) return true;
+    if (this.#window.length >= this.#deps.maxUncommitted) return true;
     let pushing = 0;
     for (const batch of this.#window) if (batch.state === "pushing") pushing++;
-    return pushing >= max;
+    return pushing >= this.#deps.maxInFlight;
   }
 
   /** The batch's push ended; commit it (or record its abandonment) once everything ahead is done. */

@@ -159,6 +159,7 @@ export class PipelineRun {
         logger,
         abandoned: this.abandoned,
         maxInFlight: settings.max_in_flight,
+        maxUncommitted: settings.max_uncommitted,
         onAttempt: this.#progress.attempted,
         onCommitted: (commits) => {
           this.#progress.progressed();

@@ -15,8 +15,13 @@ export interface BatchSettings {
   queue_maxsize: number;
   /** Per-lane byte budget (§2.5 entry cost); 0 disables byte accounting. */
   queue_max_bytes: number;
-  /** Batches per lane pushed but not yet committed; 1 reproduces one-push-at-a-time. */
+  /** Pushes per lane Loki has not answered yet; 1 reproduces one-push-at-a-time. */
   max_in_flight: number;
+  /**
+   * Batches per lane pushed and not yet committed (in flight, or delivered and waiting for their
+   * checkpoint write): what a crash can re-deliver. At least max_in_flight.
+   */
+  max_uncommitted: number;
 }
 
 export const DEFAULT_BATCH_SETTINGS: Readonly<BatchSettings> = {
@@ -27,13 +32,20 @@ export const DEFAULT_BATCH_SETTINGS: Readonly<BatchSettings> = {
   queue_maxsize: 10_000,
   queue_max_bytes: 268_435_456,
   max_in_flight: 4,
+  max_uncommitted: 16,
 };
 
 /** `service.shutdown_grace`: how long a stopped run may drain before it is force-cancelled. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 25_000;
 
 export function validateBatchSettings(s: BatchSettings): BatchSettings {
-  const positiveInts = ["max_entries", "max_bytes", "queue_maxsize", "max_in_flight"] as const;
+  const positiveInts = [
+    "max_entries",
+    "max_bytes",
+    "queue_maxsize",
+    "max_in_flight",
+    "max_uncommitted",
+  ] as const;
   for (const key of positiveInts) {
     if (!Number.isInteger(s[key]) || s[key] < 1) {
       throw new ConfigError(`sink.loki.batch.${key} is ${s[key]}; set it to a whole number of at least 1.`);
@@ -44,6 +56,12 @@ export function validateBatchSettings(s: BatchSettings): BatchSettings {
     if (!Number.isFinite(s[key]) || s[key] < 0) {
       throw new ConfigError(`sink.loki.batch.${key} is ${s[key]}; set it to 0 or more.`);
     }
+  }
+  if (s.max_uncommitted < s.max_in_flight) {
+    throw new ConfigError(
+      `sink.loki.batch.max_uncommitted is ${s.max_uncommitted}, below max_in_flight (${s.max_in_flight}); ` +
+        `every push in flight is uncommitted: raise it to at least ${s.max_in_flight}.`,
+    );
   }
   return s;
 }

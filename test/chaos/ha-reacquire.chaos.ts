@@ -64,10 +64,10 @@ test("k8s_lease + GCS store: one process loses and re-acquires leadership three 
 
   assertOneLeader(await rig.drain(), windows);
   rig.assertNothingLost();
-  // Three fenced losses, each leaving at most the commit window (4 pushing + 4 delivered, x 1000) to
-  // re-deliver.
+  // Three fenced losses, each leaving at most the batches pushed and not committed (max_uncommitted,
+  // 16 x 1000) to re-deliver.
   const { duplicates } = totals(world);
-  assert.ok(duplicates <= 3 * 8000, `${duplicates} duplicates`);
+  assert.ok(duplicates <= 3 * 16_000, `${duplicates} duplicates`);
   const writes = pairing.checkpoints();
   assertNoCheckpointRegression(writes);
   // a committed in each of its four terms: a stale cached generation would have crashed it instead.

@@ -63,6 +63,7 @@ describe("Python sf2loki configs load unchanged", () => {
     assert.equal(c.sink.loki.batch.flush_interval, 2000);
     assert.equal(c.sink.loki.batch.max_bytes, 1_048_576);
     assert.equal(c.sink.loki.batch.max_in_flight, 4);
+    assert.equal(c.sink.loki.batch.max_uncommitted, 16);
     assert.equal(c.service.log_level, "info");
     assert.equal(c.state.s3.key, "prod/state.json");
   });
@@ -131,6 +132,15 @@ describe("environment overrides", () => {
     const path = writeFile(dir, "env2.yaml", MINIMAL);
     await loadConfig(path, { SF2LOKI_FOO: "1", SF2LOKI_NODE_CACHE: "/x" });
     await rejects(path, { SF2LOKI_SINK__LOKI__BOGUS: "1" }, /sink\.loki\.bogus: unknown configuration key/);
+  });
+
+  test("max_uncommitted below max_in_flight is refused at load, with both values and the fix", async () => {
+    const path = writeFile(dir, "env3.yaml", MINIMAL);
+    await rejects(
+      path,
+      { SF2LOKI_SINK__LOKI__BATCH__MAX_IN_FLIGHT: "8", SF2LOKI_SINK__LOKI__BATCH__MAX_UNCOMMITTED: "4" },
+      /sink\.loki\.batch\.max_uncommitted: is 4, below max_in_flight \(8\).*raise it to at least 8/,
+    );
   });
 
   test("env values are not interpolated", async () => {

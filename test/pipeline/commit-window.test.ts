@@ -1,5 +1,6 @@
-// The commit window's two halves: pushes Loki has not answered (max_in_flight) and delivered batches
-// waiting for their checkpoint write (max_in_flight more, holding only their checkpoints).
+// The commit window's two bounds: pushes Loki has not answered (max_in_flight), and batches pushed and
+// not yet committed (max_uncommitted), the rest of which are delivered and wait for their checkpoint
+// write holding only their checkpoints.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { metrics } from "@opentelemetry/api";
@@ -15,11 +16,11 @@ import { harness } from "./harness.ts";
 const KEY = "eventlogfile:API";
 const pad = (n: number): string => String(n).padStart(4, "0");
 
-test("a slow store holds no push slot: Loki gets 2 x max_in_flight batches while a write is in progress, then the lane waits", async () => {
+test("a slow store holds no push slot: Loki gets max_uncommitted batches while a write is in progress, then the lane waits", async () => {
   const store = new MemoryStore();
   const releaseStore = store.holdCommits();
   const src = new ChannelSource("eventlogfile");
-  const h = harness([src], { store, batch: { max_entries: 1, max_in_flight: 2 } });
+  const h = harness([src], { store, batch: { max_entries: 1, max_in_flight: 2, max_uncommitted: 4 } });
   const stop = new AbortController();
   const running = h.pipeline.run(stop.signal);
   for (let i = 1; i <= 10; i++) src.emit(entry(KEY, pad(i)));
@@ -48,6 +49,23 @@ test("a slow store holds no push slot: Loki gets 2 x max_in_flight batches while
   );
 });
 
+test("max_uncommitted = max_in_flight: a delivered batch keeps its push slot until its checkpoint is written", async () => {
+  const store = new MemoryStore();
+  const releaseStore = store.holdCommits();
+  const src = new ChannelSource("eventlogfile");
+  const h = harness([src], { store, batch: { max_entries: 1, max_in_flight: 2, max_uncommitted: 2 } });
+  const stop = new AbortController();
+  const running = h.pipeline.run(stop.signal);
+  for (let i = 1; i <= 4; i++) src.emit(entry(KEY, pad(i)));
+  await waitUntil(() => h.sink.calls.length === 2, "two pushes");
+  await settle(30);
+  assert.equal(h.sink.calls.length, 2, "what a crash can re-deliver stays at 2 batches");
+  releaseStore();
+  await waitUntil(() => store.doc.get(KEY) === pad(4), "then everything commits");
+  stop.abort();
+  await running;
+});
+
 test("a delivered batch lets go of its entries and keeps their count; an abandoned one keeps them", async () => {
   const meter = metrics.getMeter("test");
   const logger = pino({ level: "silent" });
@@ -66,6 +84,7 @@ test("a delivered batch lets go of its entries and keeps their count; an abandon
       logger,
     ),
     maxInFlight: 1,
+    maxUncommitted: 2,
     onCommitted: () => undefined,
     onError: (err) => assert.fail(String(err)),
   });

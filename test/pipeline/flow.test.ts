@@ -112,5 +112,9 @@ test("max_bytes flushes once Σ(lineBytes + 64) reaches it", async () => {
 
 test("invalid batch settings are refused at construction with a config error", () => {
   assert.throws(() => harness([], { batch: { max_in_flight: 0 } }), { code: "SF2LOKI_CONFIG" });
+  assert.throws(() => harness([], { batch: { max_in_flight: 8, max_uncommitted: 4 } }), {
+    code: "SF2LOKI_CONFIG",
+    message: /max_uncommitted is 4, below max_in_flight \(8\)/,
+  });
   assert.throws(() => harness([], { batch: { queue_max_bytes: -1 } }), { code: "SF2LOKI_CONFIG" });
 });
