@@ -9,6 +9,11 @@ import type { IngestTally } from "./ingest-tally.ts";
 import { END_OF_STREAM, type LaneQueue } from "./lane-queue.ts";
 import { ignore, isAbortFrom } from "./abort.ts";
 
+/** One turn of the event loop: pending I/O callbacks and timers run before the producer goes on. */
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 export interface ProducerDeps {
   source: Source;
   state: CheckpointReader;
@@ -76,6 +81,11 @@ export class Producer {
             const wait = this.#enqueue(item[i]!, now);
             if (wait) await wait;
           }
+          // A source whose data is already buffered (a downloaded CSV chunk) would otherwise run on in
+          // microtasks until the lane is full, ~10 000 entries and ~40 ms of CPU, before any I/O is
+          // served: each step of a checkpoint write, each push's answer and /healthz waited that long,
+          // so the commit window filled with batches Loki had long accepted and the queue sat full.
+          await yieldToEventLoop();
         }
       } catch (err) {
         // Torn down while waiting for room: let the source release what it holds.
