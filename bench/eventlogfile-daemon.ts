@@ -18,6 +18,7 @@
 import { forkRole, readBody } from "./roles.ts";
 import { mib, startProcMeasure } from "./measure.ts";
 import { fork, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -223,7 +224,12 @@ export async function daemonRunInChild(
       pushes: got.pushes,
     };
   } finally {
-    daemon.kill();
+    // A clean exit, so a daemon started with --cpu-prof or --heap-prof writes its profile.
+    if (daemon.connected) daemon.disconnect();
+    const exited = once(daemon, "exit");
+    const timer = setTimeout(() => daemon.kill(), 10_000);
+    if (daemon.exitCode === null && daemon.signalCode === null) await exited;
+    clearTimeout(timer);
     rig.close();
   }
 }
