@@ -47,7 +47,9 @@ export class Lane {
   #batch: LogEntry[] = [];
   #batchBytes = 0;
   #deadline = 0;
-  #timer: AbortController | undefined;
+  /** The flush timer is running; at most one per lane (see #armTimer). */
+  #timerArmed = false;
+  readonly #timerStop = new AbortController();
   #seq = 0;
   /** A flushed batch still waiting for a slot in the commit window. */
   #admitting: PendingBatch | undefined;
@@ -152,22 +154,30 @@ export class Lane {
   }
 
   async #waitForItem(): Promise<void> {
-    if (this.#batch.length > 0 && this.#timer === undefined) {
-      // One timer per batch, started only if the batcher actually runs dry before the batch fills.
-      const timer = new AbortController();
-      this.#timer = timer;
-      const clock = this.#deps.clock;
-      clock.sleep(this.#deadline - clock.monotonic(), timer.signal).then(() => {
-        if (this.#timer === timer) this.#timer = undefined;
-        this.queue.wakeConsumer();
-      }, ignore);
-    }
+    // Started only if the batcher actually runs dry before the batch fills.
+    if (this.#batch.length > 0 && !this.#timerArmed) this.#armTimer();
     await this.queue.waitForItem();
   }
 
+  /**
+   * One flush timer per lane, not one per batch: a batch that fills before its deadline leaves the
+   * timer running, and when it fires it wakes the batcher only for a batch whose deadline has passed,
+   * or sleeps on to the deadline of the batch being built now. Cancelling a timer per batch cost two
+   * exceptions built with their stacks (the abort reason and Node's AbortError), ~13 µs a batch.
+   */
+  #armTimer(): void {
+    this.#timerArmed = true;
+    const clock = this.#deps.clock;
+    clock.sleep(this.#deadline - clock.monotonic(), this.#timerStop.signal).then(() => {
+      this.#timerArmed = false;
+      if (this.#batch.length === 0) return;
+      if (clock.monotonic() >= this.#deadline) this.queue.wakeConsumer();
+      else this.#armTimer();
+    }, ignore);
+  }
+
   #stopTimer(): void {
-    this.#timer?.abort();
-    this.#timer = undefined;
+    if (this.#timerArmed) this.#timerStop.abort();
   }
 
   async #flush(): Promise<void> {
@@ -175,7 +185,6 @@ export class Lane {
     const batch = new PendingBatch(this.#seq++, this.#batch);
     this.#batch = [];
     this.#batchBytes = 0;
-    this.#stopTimer();
     for (const tally of this.tallies) tally.flush();
     this.#admitting = batch;
     await this.committer.admit(batch);
