@@ -47,9 +47,12 @@ export class LogEntry {
     checkpoint: CheckpointToken;
     checkpointOnly?: boolean;
     /**
-     * The line is ASCII, so its UTF-8 length is its length: canonical JSON escapes every other
-     * character (ensure_ascii). Saves a scan of every line on the hot path (~0.3 µs for an
-     * EventLogFile row). Only for lines built that way: an undercount would let a line past the cap.
+     * The line is ASCII (canonical JSON escapes everything else) and flat, so its UTF-8 length is its
+     * length: saves a scan of every line (~0.3 µs for an EventLogFile row). Only for lines built in
+     * one piece (a join): a line built by concatenation is a rope, and the scan that measures it also
+     * flattens it once, early; left unmeasured, Pub/Sub lines stayed ropes in the queue and cost a
+     * 5 000 events/s stream 50 % more CPU and 6 MiB more RSS. An undercount would let a line past the
+     * byte cap.
      */
     asciiLine?: boolean;
   }) {

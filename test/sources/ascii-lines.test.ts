@@ -1,6 +1,6 @@
-// Shapers mark their canonical-JSON lines ASCII so LogEntry takes the UTF-8 length from the string
-// length without a scan. An undercount would let a line past the byte cap: every such line must be
-// ASCII whatever the payload holds.
+// The EventLogFile shaper marks its joined lines ASCII so LogEntry takes the UTF-8 length from the
+// string length without a scan; the other shapers' lines are measured. An undercount would let a line
+// past the byte cap: every line must be ASCII and counted exactly, whatever the payload holds.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { compileTransforms } from "../../src/egress/transforms.ts";

@@ -136,7 +136,6 @@ export class ElfFileShaper {
         timestampOf(row[timestampColumn]) ?? timestampOf(row.TIMESTAMP) ?? shaper.fallbackNs(fallbackNs),
       labels: this.#promoted.length === 0 ? this.#labels : this.#promote((_, name) => row[name]),
       line: this.#render(row),
-      asciiLine: true,
       structuredMetadata: metadata,
       checkpoint,
     });

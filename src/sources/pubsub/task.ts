@@ -253,7 +253,6 @@ export class TopicTask {
       timestampNs: ts,
       labels: { source: "pubsub", event_type: this.#eventType },
       line: canonicalJson(p),
-      asciiLine: true,
       structuredMetadata: routeFields(p, this.#c.metadataFields),
       checkpoint: token,
     });

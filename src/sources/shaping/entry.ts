@@ -73,7 +73,6 @@ export class EntryShaper {
       timestampNs: this.timestampNs(req.payload, req.timestampFields, req.fallbackNs),
       labels: req.labels,
       line: req.line ?? canonicalJson(req.payload),
-      asciiLine: req.line === undefined,
       structuredMetadata,
       checkpoint: req.checkpoint,
     });
