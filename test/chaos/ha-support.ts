@@ -977,8 +977,10 @@ export async function isolateLeader(
   };
   t.diagnostic(`${pairing.kind} ${how} (${scope}) of the leader: ${JSON.stringify(figures)}`);
   rig.assertNothingLost();
-  // At most what a had pushed but not committed when it was cut: its lanes' in-flight windows.
-  assert.ok(figures.duplicates <= 8000, `${figures.duplicates} duplicates`);
+  // At most what a had pushed but not committed when it was cut: per lane (streaming and bulk),
+  // max_uncommitted (16) batches of max_entries (1000). A leader whose store hangs keeps pushing
+  // until that bound, so the store-only cuts come closest to it.
+  assert.ok(figures.duplicates <= 2 * 16 * 1000, `${figures.duplicates} duplicates`);
   assertOneLeader(samples, [[cutAt, takeover.gaugeAt]]);
   // A paused leader (the file pairing) may land one document in the plain file's window; the new
   // leader's next write must replace it whole. Every other pairing has a real compare-and-swap.
