@@ -7,7 +7,7 @@
 //
 // Why two bounds: a store write takes its own time (two fsyncs for a file, a PUT for an object store).
 // With one bound for both, a lane could push only `maxInFlight` batches per push-and-write round trip:
-// a 1M-row EventLogFile drain sat idle ~13 % of its time waiting on the state file's fsyncs. A delivered
+// a 1M-row EventLogFile drain sat idle ~13 % of its time waiting for its checkpoint writes. A delivered
 // batch holds only its checkpoints (its entries are let go on delivery), so the delivered part costs no
 // memory; it is bounded so that a store outage still stops the lane, and what a crash re-delivers stays
 // at most `maxUncommitted` batches.
