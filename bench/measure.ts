@@ -39,12 +39,10 @@ export function startMeasure(): { stop: () => Measured } {
   };
 }
 
-/** Another process's resident set from /proc (Linux): now, and the kernel's own high-water mark. */
-export function procRss(pid: number): { rss: number; peak: number } {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kib = (field: string): number =>
-    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0);
-  return { rss: kib("VmRSS") * 1024, peak: kib("VmHWM") * 1024 };
+/** A process's VmRSS (now) or VmHWM (its peak, kept by the kernel) in MiB, from /proc (Linux). */
+export function vmMib(pid: number, field: "VmRSS" | "VmHWM"): number {
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m ? mib(Number(m[1]) * 1024) : 0;
 }
 
 /**
@@ -53,13 +51,13 @@ export function procRss(pid: number): { rss: number; peak: number } {
  */
 export function startProcMeasure(pid: number): { stop: () => Omit<Measured, "cpu_seconds"> } {
   const rssSamples: number[] = [];
-  const sampler = setInterval(() => rssSamples.push(procRss(pid).rss), 20);
+  const sampler = setInterval(() => rssSamples.push(vmMib(pid, "VmRSS") * 2 ** 20), 20);
   const started = performance.now();
   return {
     stop: () => {
       const seconds = (performance.now() - started) / 1000;
       clearInterval(sampler);
-      return { seconds, peak_rss_mib: mib(procRss(pid).peak), rssSamples };
+      return { seconds, peak_rss_mib: vmMib(pid, "VmHWM"), rssSamples };
     },
   };
 }

@@ -8,6 +8,7 @@
 // Usage: node bench/pubsub-steady.ts [seconds=60] [rate=5000] [--dist]    one JSON line on stdout
 //   --dist: run the compiled build (`npm run build` first) with the daemon's V8 flags and environment, as the image
 //           does; without it, bin/sf2loki.js on the TypeScript sources (+~30 MiB of type stripping).
+import { vmMib } from "./measure.ts";
 import { forkRole, readBody } from "./roles.ts";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -88,11 +89,6 @@ async function ask<T>(proc: ChildProcess): Promise<T> {
   );
   proc.send("stats");
   return reply;
-}
-
-function vmMib(pid: number, field: "VmRSS" | "VmHWM"): number {
-  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return m ? Math.round((Number(m[1]) / 1024) * 10) / 10 : 0;
 }
 
 /** utime + stime of a process in seconds (clock ticks of 100 Hz, the Linux default). */

@@ -9,7 +9,7 @@
 //           does; without it, bin/sf2loki.js on the TypeScript sources (+~30 MiB of type stripping).
 // `idle_file_store` is the baseline of docs/capacity.md: an EventLogFile source with nothing to fetch.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
@@ -17,6 +17,7 @@ import { stringify } from "yaml";
 import { startDemoWorld } from "../src/sim/demo-world.ts";
 import { DAEMON_ENV, DAEMON_V8_FLAGS } from "../src/v8-flags.ts";
 import { S3Emulator } from "../test/support/s3-emulator.ts";
+import { vmMib } from "./measure.ts";
 
 const DIST = process.argv.includes("--dist");
 /** bin/sf2loki.js sets DAEMON_ENV when it re-execs; a --dist run starts the daemon as that re-exec would. */
@@ -31,11 +32,6 @@ interface StartupFigures {
   /** VmHWM at the end: the peak. */
   peak_rss_mib: number;
   rss_end_mib: number;
-}
-
-function status(pid: number, field: string): number {
-  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return m ? Math.round((Number(m[1]) / 1024) * 10) / 10 : 0;
 }
 
 async function measure(
@@ -55,11 +51,11 @@ async function measure(
     for (let s = 1; s <= seconds; s++) {
       await delay(1000);
       if (child.exitCode !== null) throw new Error(`the daemon exited with ${child.exitCode}`);
-      bySecond.push(status(child.pid!, "VmRSS"));
+      bySecond.push(vmMib(child.pid!, "VmRSS"));
     }
     return {
       rss_mib_by_second: bySecond,
-      peak_rss_mib: status(child.pid!, "VmHWM"),
+      peak_rss_mib: vmMib(child.pid!, "VmHWM"),
       rss_end_mib: bySecond.at(-1) ?? 0,
     };
   } finally {
