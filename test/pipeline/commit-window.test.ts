@@ -16,15 +16,27 @@ import { harness } from "./harness.ts";
 const KEY = "eventlogfile:API";
 const pad = (n: number): string => String(n).padStart(4, "0");
 
-test("a slow store holds no push slot: Loki gets max_uncommitted batches while a write is in progress, then the lane waits", async () => {
+/** A running bulk lane fed `entries` entries of one key (one per batch), whose store's writes hang. */
+function hungStoreRun(entries: number, batch: { max_in_flight: number; max_uncommitted: number }) {
   const store = new MemoryStore();
   const releaseStore = store.holdCommits();
   const src = new ChannelSource("eventlogfile");
-  const h = harness([src], { store, batch: { max_entries: 1, max_in_flight: 2, max_uncommitted: 4 } });
+  const h = harness([src], { store, batch: { max_entries: 1, ...batch } });
   const stop = new AbortController();
   const running = h.pipeline.run(stop.signal);
-  for (let i = 1; i <= 10; i++) src.emit(entry(KEY, pad(i)));
+  for (let i = 1; i <= entries; i++) src.emit(entry(KEY, pad(i)));
+  /** Lets the store answer and waits until every entry is committed, then stops the run. */
+  const finish = async (): Promise<void> => {
+    releaseStore();
+    await waitUntil(() => store.doc.get(KEY) === pad(entries), "everything commits once the store answers");
+    stop.abort();
+    await running;
+  };
+  return { h, store, finish };
+}
 
+test("a slow store holds no push slot: Loki gets max_uncommitted batches while a write is in progress, then the lane waits", async () => {
+  const { h, store, finish } = hungStoreRun(10, { max_in_flight: 2, max_uncommitted: 4 });
   // Batch 1's write hangs. With one shared window only batches 1 and 2 would have gone out.
   await waitUntil(() => h.sink.calls.length === 4, "four pushes while the first write hangs");
   await settle(30);
@@ -35,10 +47,7 @@ test("a slow store holds no push slot: Loki gets max_uncommitted batches while a
     (({ in_flight, awaiting_commit }) => ({ in_flight, awaiting_commit }))(h.pipeline.status().lanes.bulk!),
   );
 
-  releaseStore();
-  await waitUntil(() => store.doc.get(KEY) === pad(10), "everything commits once the store answers");
-  stop.abort();
-  await running;
+  await finish();
   assert.equal(h.sink.deliveredValues.join(","), [...Array(10).keys()].map((i) => pad(i + 1)).join(","));
   const history = store.history(KEY);
   assert.equal(history[0], pad(1));
@@ -50,20 +59,11 @@ test("a slow store holds no push slot: Loki gets max_uncommitted batches while a
 });
 
 test("max_uncommitted = max_in_flight: a delivered batch keeps its push slot until its checkpoint is written", async () => {
-  const store = new MemoryStore();
-  const releaseStore = store.holdCommits();
-  const src = new ChannelSource("eventlogfile");
-  const h = harness([src], { store, batch: { max_entries: 1, max_in_flight: 2, max_uncommitted: 2 } });
-  const stop = new AbortController();
-  const running = h.pipeline.run(stop.signal);
-  for (let i = 1; i <= 4; i++) src.emit(entry(KEY, pad(i)));
+  const { h, finish } = hungStoreRun(4, { max_in_flight: 2, max_uncommitted: 2 });
   await waitUntil(() => h.sink.calls.length === 2, "two pushes");
   await settle(30);
   assert.equal(h.sink.calls.length, 2, "what a crash can re-deliver stays at 2 batches");
-  releaseStore();
-  await waitUntil(() => store.doc.get(KEY) === pad(4), "then everything commits");
-  stop.abort();
-  await running;
+  await finish();
 });
 
 test("a delivered batch lets go of its entries and keeps their count; an abandoned one keeps them", async () => {
