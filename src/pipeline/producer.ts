@@ -8,11 +8,8 @@ import { entryCost, mapChars } from "./cost.ts";
 import type { IngestTally } from "./ingest-tally.ts";
 import { END_OF_STREAM, type LaneQueue } from "./lane-queue.ts";
 import { ignore, isAbortFrom } from "./abort.ts";
-
-/** One turn of the event loop: pending I/O callbacks and timers run before the producer goes on. */
-function yieldToEventLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
+// One turn of the event loop: pending I/O callbacks and timers run before the producer goes on.
+import { setImmediate as nextTurn } from "node:timers/promises";
 
 export interface ProducerDeps {
   source: Source;
@@ -85,7 +82,7 @@ export class Producer {
           // microtasks until the lane is full, ~10 000 entries and ~40 ms of CPU, before any I/O is
           // served: each step of a checkpoint write, each push's answer and /healthz waited that long,
           // so the commit window filled with batches Loki had long accepted and the queue sat full.
-          await yieldToEventLoop();
+          await nextTurn();
         }
       } catch (err) {
         // Torn down while waiting for room: let the source release what it holds.
