@@ -33,11 +33,13 @@ export function sameLabelSet(a: Labels, b: Labels): boolean {
 export class LogEntry {
   timestampNs: bigint;
   labels: Labels;
-  structuredMetadata: Labels;
   checkpoint: CheckpointToken;
   readonly checkpointOnly: boolean;
   #line: string;
   #lineBytes = -1;
+  #metadata: Labels;
+  #metadataChars = -1;
+  #metadataFields = 0;
 
   constructor(init: {
     timestampNs: bigint;
@@ -60,7 +62,7 @@ export class LogEntry {
     this.labels = init.labels;
     this.#line = init.line;
     if (init.asciiLine === true) this.#lineBytes = init.line.length;
-    this.structuredMetadata = init.structuredMetadata ?? {};
+    this.#metadata = init.structuredMetadata ?? {};
     this.checkpoint = init.checkpoint;
     this.checkpointOnly = init.checkpointOnly ?? false;
   }
@@ -84,6 +86,45 @@ export class LogEntry {
   get lineBytes(): number {
     if (this.#lineBytes < 0) this.#lineBytes = Buffer.byteLength(this.#line, "utf8");
     return this.#lineBytes;
+  }
+
+  get structuredMetadata(): Labels {
+    return this.#metadata;
+  }
+
+  /** Replacing the map invalidates its memoised size; change a map in place only before admission. */
+  set structuredMetadata(value: Labels) {
+    this.#metadata = value;
+    this.#metadataChars = -1;
+  }
+
+  /**
+   * Σ(len(name) + len(value)) of the metadata in UTF-16 units, counted once: the queue cost at
+   * admission and Loki's size limit at push both read it. By push time the map and its strings have
+   * usually left the CPU's caches (a lane queues thousands of entries), and a second walk over them
+   * cost the push ~12 ns an entry.
+   */
+  get metadataChars(): number {
+    if (this.#metadataChars < 0) this.#measureMetadata();
+    return this.#metadataChars;
+  }
+
+  /** How many metadata fields the entry carries; counted with metadataChars. */
+  get metadataFields(): number {
+    if (this.#metadataChars < 0) this.#measureMetadata();
+    return this.#metadataFields;
+  }
+
+  #measureMetadata(): void {
+    const map = this.#metadata;
+    let chars = 0;
+    let fields = 0;
+    for (const k in map) {
+      fields++;
+      chars += k.length + map[k]!.length;
+    }
+    this.#metadataChars = chars;
+    this.#metadataFields = fields;
   }
 }
 

@@ -14,6 +14,24 @@ test("lineBytes is the UTF-8 length and follows a rewritten line", () => {
   assert.equal(e.lineBytes, 3);
 });
 
+test("metadata size is counted once and follows a replaced map", () => {
+  const e = new LogEntry({
+    timestampNs: 1n,
+    labels: {},
+    line: "x",
+    structuredMetadata: { user_id: "005", level: "info" },
+    checkpoint: { key: "k", value: "v" },
+  });
+  assert.equal(e.metadataChars, "user_id".length + 3 + "level".length + 4);
+  assert.equal(e.metadataFields, 2);
+  e.structuredMetadata = { ...e.structuredMetadata, event_time: "2026-12-01T00:00:00.000Z" };
+  assert.equal(e.metadataFields, 3);
+  assert.equal(e.metadataChars, 19 + "event_time".length + 24);
+  const bare = new LogEntry({ timestampNs: 1n, labels: {}, line: "", checkpoint: { key: "k", value: "v" } });
+  assert.equal(bare.metadataFields, 0);
+  assert.equal(bare.metadataChars, 0);
+});
+
 test("checkpoint-only entries carry nothing but the token", () => {
   const e = LogEntry.checkpointOnly({ key: "pubsub:/event/X", value: "AAA=" }, 5n);
   assert.equal(e.checkpointOnly, true);

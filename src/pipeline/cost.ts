@@ -18,10 +18,6 @@ export function mapChars(map: Labels): number {
  */
 export function entryCost(entry: LogEntry, labelsChars: number): number {
   return (
-    entry.lineBytes +
-    ENTRY_OVERHEAD_BYTES +
-    labelsChars +
-    mapChars(entry.structuredMetadata) +
-    entry.checkpoint.value.length
+    entry.lineBytes + ENTRY_OVERHEAD_BYTES + labelsChars + entry.metadataChars + entry.checkpoint.value.length
   );
 }

@@ -155,15 +155,11 @@ export function checkLimits(entries: readonly LogEntry[], limits: LokiLimits, no
       );
       continue;
     }
-    const meta = entry.structuredMetadata;
-    // Counted with for-in: no array of names per entry on the hot path.
-    let fields = 0;
-    let chars = 0;
-    for (const k in meta) {
-      fields++;
-      chars += k.length + meta[k]!.length;
-    }
+    // Counted at admission (the queue cost): the map itself is walked only when it could be too big.
+    const fields = entry.metadataFields;
     if (fields > 0) {
+      const chars = entry.metadataChars;
+      const meta = entry.structuredMetadata;
       // A UTF-16 unit is at most 3 UTF-8 bytes: only metadata that could break the limit is measured.
       const metaBytes =
         limits.max_structured_metadata_size > 0 && chars * 3 > limits.max_structured_metadata_size

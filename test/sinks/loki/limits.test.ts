@@ -37,3 +37,21 @@ test("local validation: refusals anywhere leave the rest in order", () => {
     );
   }
 });
+
+test("local validation: metadata is judged as the entry carries it at push, even if replaced after admission", () => {
+  const small = entry(0, { meta: { level: "info" } });
+  // Measured while small (the queue cost does this at admission), then decorated past both limits.
+  assert.equal(small.metadataFields, 1);
+  small.structuredMetadata = { level: "info", big: "y".repeat(70_000) };
+  const many = entry(1);
+  many.structuredMetadata = Object.fromEntries(Array.from({ length: 129 }, (_, i) => [`f${i}`, "v"]));
+  const { send, refused } = checkLimits([small, many, entry(2)], LOKI_DEFAULT_LIMITS, NOW_MS);
+  assert.deepEqual(
+    refused.map((r) => [r.entry.checkpoint.value, r.reason, r.detail.split(":")[0]]),
+    [
+      [small.checkpoint.value, "metadata_too_large", "max_structured_metadata_size 65536"],
+      [many.checkpoint.value, "metadata_too_large", "max_structured_metadata_entries_count 128"],
+    ],
+  );
+  assert.equal(send.length, 1);
+});
