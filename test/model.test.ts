@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { LogEntry, msToNs, sameLabelSet } from "../src/model.ts";
+import { LogEntry, msToNs, nsToNumber, sameLabelSet } from "../src/model.ts";
 
 test("lineBytes is the UTF-8 length and follows a rewritten line", () => {
   const e = new LogEntry({
@@ -53,4 +53,29 @@ test("sameLabelSet compares contents, not key order or identity", () => {
   assert.equal(sameLabelSet({ a: "1", b: "2" }, { a: "1", c: "2" }), false);
   assert.equal(sameLabelSet({ a: "1" }, { a: "2" }), false);
   assert.equal(sameLabelSet({ a: "" }, { b: "" }), false);
+});
+
+test("nsToNumber is Number(): the nearest double, rounding cases, signs and int64's edges included", () => {
+  const cases = [
+    0n,
+    1n,
+    -1n,
+    1_767_225_600_123_456_789n, // today's epoch in ns: not exactly representable
+    1_767_225_600_000_000_513n, // rounds one way…
+    1_767_225_600_000_000_511n, // …and the other
+    2n ** 53n + 1n, // the first integer a double cannot hold
+    2n ** 32n - 1n,
+    2n ** 32n,
+    -(2n ** 32n) - 7n,
+    -1_767_225_600_123_456_789n,
+    2n ** 63n - 1n,
+    -(2n ** 63n),
+    2n ** 63n, // outside int64: the generic conversion
+    -(2n ** 70n),
+  ];
+  for (const ns of cases) assert.equal(nsToNumber(ns), Number(ns), String(ns));
+  // And a sweep across a day of nanosecond timestamps with odd steps.
+  for (let ns = 1_767_225_600_000_000_000n; ns < 1_767_312_000_000_000_000n; ns += 86_399_999_999_937n) {
+    assert.equal(nsToNumber(ns), Number(ns), String(ns));
+  }
 });

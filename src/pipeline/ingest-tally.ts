@@ -3,7 +3,7 @@
 // costs more than the rest of the hot path. The lag histogram has no batched form, so it records
 // per entry with a cached attribute object. Under multi-org both carry the entry's `org`.
 import type { Counter, Histogram } from "@opentelemetry/api";
-import type { LogEntry } from "../model.ts";
+import { nsToNumber, type LogEntry } from "../model.ts";
 
 interface Slot {
   readonly attrs: { source: string; event_type: string; org?: string };
@@ -38,8 +38,8 @@ export class IngestTally {
       this.#last = slot;
     }
     slot.n++;
-    // Number(bigint) loses sub-µs precision at today's epoch; irrelevant for a lag in seconds.
-    this.#lag.record((nowMs - Number(entry.timestampNs) / 1e6) / 1000, slot.attrs);
+    // A double loses sub-µs precision at today's epoch; irrelevant for a lag in seconds.
+    this.#lag.record((nowMs - nsToNumber(entry.timestampNs) / 1e6) / 1000, slot.attrs);
   }
 
   /** Adds what was tallied since the last flush to the counter. */
