@@ -100,7 +100,8 @@ export function memoryModel(config: Config, opts: MemoryModelOptions = {}): Memo
   add("lane queues", lanes * queue);
   // Alive per lane: max_in_flight batches in the commit window, one waiting for a slot, one building.
   add("batches", lanes * (b.max_in_flight + 2) * batch);
-  // Each push in flight holds its protobuf body and its snappy output until the response.
+  // Each push in flight holds its body until the response: two batches' worth bounds every format
+  // (snappy output plus the one protobuf scratch buffer per process; JSON; gzip's input and output).
   const external = lanes * b.max_in_flight * 2 * batch;
 
   for (const org of orgs) {

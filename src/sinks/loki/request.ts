@@ -1,7 +1,9 @@
-// Batch → request body and content headers, in the configured wire format. Compression of large
-// batches runs in libuv's thread pool (native snappy / zlib async), the encode itself stays on the
-// loop: measured ~7 ms for 10 000 × 280 B protobuf, while the sync total with compression is
-// 15–30 ms (figures in the sink's report and bench/codec.ts). Output is byte-identical either way.
+// Batch → request body and content headers, in the configured wire format. Output is byte-identical
+// whichever path a batch takes. Snappy compresses on the event loop, always: a 1 MiB batch encodes and
+// compresses in ~3 ms, 4 MiB in ~13 ms, and the libuv-pool path it used to take above 1 MiB of lines
+// cost 2-3x the CPU (a fresh buffer per batch for the encode, the pool hop; 4 000-entry batches of
+// bench/codec.ts's corpus: 0.7 µs an entry on the loop, 1.6-2.3 µs off it). gzip is ~10x slower,
+// so a large JSON batch still compresses in the pool, off the loop (spec B §4.3, upstream #55).
 import { gzip as gzipAsync, gzipSync } from "node:zlib";
 import { promisify } from "node:util";
 import snappy from "snappy";
@@ -18,10 +20,8 @@ const gzip = promisify(gzipAsync);
 const SNAPPY_OPTS = { copyOutputData: true };
 
 /**
- * Line bytes at or above which compression leaves the event loop (spec B §4.3, upstream #55). The
- * Python threshold was 64 KiB; here a 1 MiB protobuf batch snappy-compresses synchronously in under
- * 1 ms while the thread-pool round trip costs ~0.5 ms plus retained buffers (peak RSS 364 → 290 MiB
- * on the 200k-entry bench), so only batches above the default `batch.max_bytes` go off-thread.
+ * Line bytes at or above which gzip leaves the event loop (spec B §4.3, upstream #55; the Python
+ * threshold was 64 KiB). Below it the thread-pool round trip and its buffers cost more than they save.
  */
 export const OFFLOAD_LINE_BYTES = 1_048_576;
 
@@ -43,10 +43,12 @@ function lineBytesOf(batch: Batch): number {
 }
 
 /**
- * Largest protobuf encode that goes through the reused scratch buffer. Batches below
- * OFFLOAD_LINE_BYTES of lines encode to well under this; a bigger one gets a buffer of its own.
+ * Largest protobuf encode that goes through the reused scratch buffer: a batch of the largest
+ * `batch.max_bytes` an operator is likely to set (Loki's default gRPC limit is 4 MiB compressed) plus
+ * one line of up to `max_line_bytes`. A bigger one gets a buffer of its own. The scratch is kept at the
+ * size of the largest batch seen, once per process (docs/capacity.md).
  */
-const SCRATCH_MAX_BYTES = 4 * 1_048_576;
+const SCRATCH_MAX_BYTES = 16 * 1_048_576;
 let scratch = Buffer.allocUnsafe(0);
 
 /**
@@ -69,7 +71,7 @@ function serialise(batch: Batch, format: WireFormat, reuse = false): Buffer {
   return reuse ? encodePushRequest(streams, scratchView) : encodePushRequest(streams);
 }
 
-/** Encodes and compresses synchronously: small batches, and the reference for byte identity. */
+/** Encodes and compresses on the event loop: every snappy batch, and small gzip ones. */
 export function encodeRequestSync(batch: Batch, format: WireFormat): EncodedRequest {
   // snappy.compressSync copies the bytes out before returning, so the scratch buffer can take them.
   const raw = serialise(batch, format, true);
@@ -82,19 +84,12 @@ export function encodeRequestSync(batch: Batch, format: WireFormat): EncodedRequ
   return { body, headers: HEADERS[format] };
 }
 
-/** Same bytes as encodeRequestSync; batches of ≥ 64 KiB of lines compress off the event loop. */
+/** Same bytes as encodeRequestSync; gzip batches of ≥ `offloadAt` line bytes compress in the pool. */
 export async function encodeRequest(
   batch: Batch,
   format: WireFormat,
   offloadAt = OFFLOAD_LINE_BYTES,
 ): Promise<EncodedRequest> {
-  if (lineBytesOf(batch) < offloadAt) return encodeRequestSync(batch, format);
-  const raw = serialise(batch, format);
-  const body =
-    format === "protobuf-snappy"
-      ? await snappy.compress(raw, SNAPPY_OPTS)
-      : format === "json-gzip"
-        ? await gzip(raw)
-        : raw;
-  return { body, headers: HEADERS[format] };
+  if (format !== "json-gzip" || lineBytesOf(batch) < offloadAt) return encodeRequestSync(batch, format);
+  return { body: await gzip(serialise(batch, format)), headers: HEADERS[format] };
 }
