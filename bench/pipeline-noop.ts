@@ -4,8 +4,9 @@
 //   node bench/pipeline-noop.ts            → JSON on stdout
 import { fileURLToPath } from "node:url";
 import type { Meter } from "@opentelemetry/api";
-import { MeterProvider, MetricReader } from "@opentelemetry/sdk-metrics";
 import { LogEntry, msToNs } from "../src/model.ts";
+import { createMetrics } from "../src/obs/metrics.ts";
+import { orgMeter } from "../src/obs/org-meter.ts";
 import { Pipeline } from "../src/pipeline/pipeline.ts";
 import { DEFAULT_BATCH_SETTINGS, type BatchSettings } from "../src/pipeline/settings.ts";
 import type { PushResult, Sink } from "../src/sinks/sink.ts";
@@ -163,29 +164,26 @@ export function benchCorpus(count = 200_000): LogEntry[] {
   return out;
 }
 
-/** An SDK meter with an in-memory reader: what the daemon pays for its instruments. */
-function sdkMeter(): Meter {
-  class Reader extends MetricReader {
-    protected onForceFlush(): Promise<void> {
-      return Promise.resolve();
-    }
-    protected onShutdown(): Promise<void> {
-      return Promise.resolve();
-    }
-  }
-  return new MeterProvider({ readers: [new Reader()] }).getMeter("bench");
-}
-
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const lineBytes = benchCorpus(1000).reduce((sum, e) => sum + e.lineBytes, 0) / 1000;
   await benchPipelineNoop(benchCorpus(20_000)); // warm-up
   const result = await benchPipelineNoop(benchCorpus());
-  const withSdk = await benchPipelineNoop(benchCorpus(), {}, { meter: sdkMeter() });
+  // What the daemon pays for its instruments: its own registry (createMetrics), and the org-stamped
+  // view of it that each shard of a sharded daemon records through.
+  const metrics = createMetrics({ version: "bench" });
+  const withMetrics = await benchPipelineNoop(benchCorpus(), {}, { meter: metrics.meter });
+  const withShardMetrics = await benchPipelineNoop(
+    benchCorpus(),
+    {},
+    { meter: orgMeter(metrics.meter, "acme") },
+  );
+  await metrics.shutdown();
   const report = {
     bench: "pipeline-noop",
     avg_line_bytes: Math.round(lineBytes),
     ...result,
-    eps_with_sdk_metrics: withSdk.eps,
+    eps_with_daemon_metrics: withMetrics.eps,
+    eps_with_shard_metrics: withShardMetrics.eps,
   };
   process.stdout.write(JSON.stringify(report) + "\n");
 }

@@ -22,6 +22,11 @@ export function attachHistogramFactory(meter: Meter, factory: HistogramFactory):
   factories.set(meter, factory);
 }
 
+/** The factory `meter` was marked with, if any: a wrapping meter (org-meter.ts) passes it on. */
+export function histogramFactoryOf(meter: Meter): HistogramFactory | undefined {
+  return factories.get(meter);
+}
+
 /** A histogram for a per-entry hot path, with the same name, description, unit and buckets either way. */
 export function hotPathHistogram(meter: Meter, name: string, options: LocalHistogramOptions): Histogram {
   const local = factories.get(meter);

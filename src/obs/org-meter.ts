@@ -21,6 +21,7 @@ import type {
   ObservableUpDownCounter,
   UpDownCounter,
 } from "@opentelemetry/api";
+import { attachHistogramFactory, histogramFactoryOf } from "./hot-path-histogram.ts";
 
 type AnyObservable = ObservableGauge | ObservableCounter | ObservableUpDownCounter;
 
@@ -67,7 +68,7 @@ export function orgMeter(meter: Meter, org: string): Meter {
   };
   const realOf = (list: Observable[]): Observable[] => list.map((o) => inner.get(o) ?? o);
 
-  return {
+  const wrapper: Meter = {
     createCounter(name: string, opts?: MetricOptions): Counter {
       const real = meter.createCounter(name, opts);
       return {
@@ -111,4 +112,26 @@ export function orgMeter(meter: Meter, org: string): Meter {
       meter.removeBatchObservableCallback(batchCallback(cb), realOf(observables));
     },
   };
+  // A sharded daemon's pipelines record their per-entry histograms through this wrapper. Without the
+  // daemon's factory they fell back to the SDK's histogram, fed a fresh attribute object per entry:
+  // ~1 µs an entry more (pipeline into a no-op sink: 3.3-3.7M → 0.75-1.0M entries/s). Hot paths reuse
+  // one attribute object per series, so its org-stamped copy is made once and reused likewise.
+  const local = histogramFactoryOf(meter);
+  if (local) {
+    attachHistogramFactory(wrapper, {
+      create(name, options) {
+        const real = local.create(name, options);
+        const stamped = new WeakMap<Attributes, Attributes>();
+        const none = withOrg(undefined);
+        return {
+          record: (value: number, attrs?: Attributes, ctx?: Context) => {
+            let own = attrs === undefined ? none : stamped.get(attrs);
+            if (own === undefined) stamped.set(attrs!, (own = withOrg(attrs)));
+            real.record(value, own, ctx);
+          },
+        };
+      },
+    });
+  }
+  return wrapper;
 }

@@ -5,7 +5,8 @@ import { PrometheusExporter, PrometheusSerializer } from "@opentelemetry/exporte
 import { MeterProvider } from "@opentelemetry/sdk-metrics";
 import { hotPathHistogram } from "../../src/obs/hot-path-histogram.ts";
 import { LocalHistograms } from "../../src/obs/local-histograms.ts";
-import { createMetrics } from "../../src/obs/metrics.ts";
+import { createMetrics, type Metrics } from "../../src/obs/metrics.ts";
+import { orgMeter } from "../../src/obs/org-meter.ts";
 import { seededRandom } from "../../src/util/prng.ts";
 
 const BOUNDARIES = [1, 5, 15, 60, 300, 900, 1800, 3600, 7200, 14400, 28800, 86400];
@@ -91,21 +92,7 @@ describe("local histograms", () => {
     const lag = hotPathHistogram(metrics.meter, "sf2loki_ingest_lag_seconds", OPTIONS);
     const attrs = { source: "eventlogfile", event_type: "API" };
     for (const v of [0.5, 1, 2, 400]) lag.record(v, attrs);
-    const body = await new Promise<string>((resolve) => {
-      let text = "";
-      const res = {
-        statusCode: 0,
-        setHeader: () => undefined,
-        writeHead: () => res,
-        write: (chunk: string) => {
-          text += chunk;
-        },
-        end: (chunk?: string) => {
-          resolve(text + (chunk ?? ""));
-        },
-      };
-      metrics.handlePrometheus({ url: "/metrics", headers: {} } as never, res as never);
-    });
+    const body = await prometheusText(metrics);
     await metrics.shutdown();
     assert.match(body, /^# TYPE sf2loki_ingest_lag_seconds histogram$/m);
     assert.match(
@@ -120,9 +107,51 @@ describe("local histograms", () => {
     assert.match(body, /^sf2loki_ingest_lag_seconds_sum\{source="eventlogfile",event_type="API"\} 403.5$/m);
   });
 
+  it("is what a shard's org-stamped meter hands a hot path too, every series carrying org", async () => {
+    const metrics = createMetrics({ version: "test" });
+    // A sharded daemon gives each shard's pipeline orgMeter(daemon meter): its per-entry histogram
+    // must stay the local one, not the SDK's (which hashes every record's attributes).
+    const sdkHistograms: string[] = [];
+    const createHistogram = metrics.meter.createHistogram.bind(metrics.meter);
+    metrics.meter.createHistogram = (name, opts) => {
+      sdkHistograms.push(name);
+      return createHistogram(name, opts);
+    };
+    const lag = hotPathHistogram(orgMeter(metrics.meter, "acme"), "sf2loki_ingest_lag_seconds", OPTIONS);
+    assert.deepEqual(sdkHistograms, []);
+    const attrs = { source: "pubsub", event_type: "X", org: "not-this-one" };
+    for (const v of [0.5, 2, 2]) lag.record(v, attrs);
+    lag.record(7);
+    const body = await prometheusText(metrics);
+    await metrics.shutdown();
+    assert.match(body, /^sf2loki_ingest_lag_seconds_count\{source="pubsub",event_type="X",org="acme"\} 3$/m);
+    assert.match(body, /^sf2loki_ingest_lag_seconds_sum\{source="pubsub",event_type="X",org="acme"\} 4.5$/m);
+    assert.match(body, /^sf2loki_ingest_lag_seconds_count\{org="acme"\} 1$/m);
+    assert.doesNotMatch(body, /not-this-one/);
+  });
+
   it("falls back to the SDK's histogram on a meter that is not the daemon's", () => {
     const meter = new MeterProvider().getMeter("t");
     const h = hotPathHistogram(meter, "x", OPTIONS);
     assert.equal(h.constructor.name === "LocalHistogram", false);
   });
 });
+
+/** What /metrics serves, through the registry's own handler. */
+function prometheusText(metrics: Metrics): Promise<string> {
+  return new Promise<string>((resolve) => {
+    let text = "";
+    const res = {
+      statusCode: 0,
+      setHeader: () => undefined,
+      writeHead: () => res,
+      write: (chunk: string) => {
+        text += chunk;
+      },
+      end: (chunk?: string) => {
+        resolve(text + (chunk ?? ""));
+      },
+    };
+    metrics.handlePrometheus({ url: "/metrics", headers: {} } as never, res as never);
+  });
+}
