@@ -1,6 +1,7 @@
 // End-to-end data-path benchmark pieces (spec B §7, carried through to the real sink): a flooding
 // source, the real Pipeline, the real LokiSink (protobuf+snappy over undici) and a receiver on
-// 127.0.0.1. Meters stay at the OTel no-op default, as in a daemon without metrics export.
+// 127.0.0.1. Pipeline and sink record into the daemon's own metrics registry (createMetrics), as every
+// daemon does: there is no daemon without /metrics.
 //
 // Receivers: the simulated Loki (src/sim/loki.ts) in this process or in a child process (so its
 // decode and store work does not share the pipeline's event loop), and a "drain" child that only
@@ -19,6 +20,7 @@ import { fileURLToPath } from "node:url";
 import type { LogEntry } from "../src/model.ts";
 import { Pipeline } from "../src/pipeline/pipeline.ts";
 import { DEFAULT_BATCH_SETTINGS, type BatchSettings } from "../src/pipeline/settings.ts";
+import { createMetrics } from "../src/obs/metrics.ts";
 import { createLokiSink } from "../src/sinks/loki/sink.ts";
 import type { Sink } from "../src/sinks/sink.ts";
 import { PUSH_PATH, startLokiReceiver } from "../src/sim/loki.ts";
@@ -234,15 +236,22 @@ export interface E2eResult {
   receiver_cpu_ms: number | undefined;
 }
 
+/** One registry for the process's passes, as a daemon has one for its life. */
+let metrics: ReturnType<typeof createMetrics> | undefined;
+
 /** Source → Pipeline → LokiSink (protobuf+snappy) → `pushUrl`, with an in-memory store. */
 function buildRig(entries: Iterable<LogEntry>, pushUrl: string, batch: BatchSettings, lost?: AbortSignal) {
-  const sink = createLokiSink({
-    url: pushUrl,
-    encoding: "protobuf",
-    compression: "snappy",
-    labels: {},
-    batch: { max_line_bytes: batch.max_line_bytes },
-  });
+  const meter = (metrics ??= createMetrics({ version: "bench" })).meter;
+  const sink = createLokiSink(
+    {
+      url: pushUrl,
+      encoding: "protobuf",
+      compression: "snappy",
+      labels: {},
+      batch: { max_line_bytes: batch.max_line_bytes },
+    },
+    { meter },
+  );
   const store = new MemoryStore();
   const pipeline = new Pipeline({
     sources: [new ScriptedSource("eventlog_objects", entries, { runSize: SOURCE_RUN })],
@@ -250,6 +259,7 @@ function buildRig(entries: Iterable<LogEntry>, pushUrl: string, batch: BatchSett
     store,
     batch,
     shutdown_grace_ms: 1000,
+    meter,
   });
   return { store, run: () => timedRun(pipeline, sink, lost ?? new AbortController().signal) };
 }
