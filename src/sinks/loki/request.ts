@@ -43,10 +43,10 @@ function lineBytesOf(batch: Batch): number {
 }
 
 /**
- * Largest protobuf encode that goes through the reused scratch buffer: a batch of the largest
- * `batch.max_bytes` an operator is likely to set (Loki's default gRPC limit is 4 MiB compressed) plus
- * one line of up to `max_line_bytes`. A bigger one gets a buffer of its own. The scratch is kept at the
- * size of the largest batch seen, once per process (docs/capacity.md).
+ * Largest protobuf encode that goes through the reused scratch buffer: room for the largest
+ * `batch.max_bytes` an operator is likely to set (a few MiB) plus one line of up to `max_line_bytes`.
+ * A bigger one gets a buffer of its own. The scratch grows by doubling and is kept, once per process:
+ * at most twice the largest batch seen, and never above this (docs/capacity.md).
  */
 const SCRATCH_MAX_BYTES = 16 * 1_048_576;
 let scratch = Buffer.allocUnsafe(0);
