@@ -1,5 +1,6 @@
 // `sink.loki:` — where the lines go and how they are batched (spec B §2, §4, §5.7, §9).
 import { z } from "zod";
+import { uncommittedProblem } from "../pipeline/settings.ts";
 import {
   bool,
   duration,
@@ -45,13 +46,9 @@ const batch = section(
       ),
     })
     .superRefine((b, ctx) => {
-      if (b.max_uncommitted < b.max_in_flight) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["max_uncommitted"],
-          message: `is ${b.max_uncommitted}, below max_in_flight (${b.max_in_flight}): every push in flight is uncommitted; raise it to at least ${b.max_in_flight}`,
-        });
-      }
+      const problem = uncommittedProblem(b);
+      if (problem !== undefined)
+        ctx.addIssue({ code: "custom", path: ["max_uncommitted"], message: problem });
     }),
   "Batching and the per-lane queue bounds (memory ≈ 2 lanes × queue_max_bytes).",
 );

@@ -38,6 +38,20 @@ export const DEFAULT_BATCH_SETTINGS: Readonly<BatchSettings> = {
 /** `service.shutdown_grace`: how long a stopped run may drain before it is force-cancelled. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 25_000;
 
+/**
+ * What is wrong with max_uncommitted against max_in_flight, or undefined: the rule the config schema
+ * (worded after its field path) and validateBatchSettings both apply.
+ */
+export function uncommittedProblem(
+  s: Pick<BatchSettings, "max_in_flight" | "max_uncommitted">,
+): string | undefined {
+  if (s.max_uncommitted >= s.max_in_flight) return undefined;
+  return (
+    `is ${s.max_uncommitted}, below max_in_flight (${s.max_in_flight}): every push in flight is ` +
+    `uncommitted; raise it to at least ${s.max_in_flight}`
+  );
+}
+
 export function validateBatchSettings(s: BatchSettings): BatchSettings {
   const positiveInts = [
     "max_entries",
@@ -57,11 +71,7 @@ export function validateBatchSettings(s: BatchSettings): BatchSettings {
       throw new ConfigError(`sink.loki.batch.${key} is ${s[key]}; set it to 0 or more.`);
     }
   }
-  if (s.max_uncommitted < s.max_in_flight) {
-    throw new ConfigError(
-      `sink.loki.batch.max_uncommitted is ${s.max_uncommitted}, below max_in_flight (${s.max_in_flight}); ` +
-        `every push in flight is uncommitted: raise it to at least ${s.max_in_flight}.`,
-    );
-  }
+  const problem = uncommittedProblem(s);
+  if (problem !== undefined) throw new ConfigError(`sink.loki.batch.max_uncommitted ${problem}.`);
   return s;
 }
