@@ -10,6 +10,7 @@ import { RetryableSinkError } from "../sink.ts";
 import { AuthFailureLog } from "./auth-failures.ts";
 import { MAX_ATTEMPTS, lokiRetryPolicy, parseRetryAfter } from "./retry-policy.ts";
 import type { EncodedRequest } from "./request.ts";
+import { exchange, type Exchanged } from "./exchange.ts";
 
 /**
  * Every push ends: a connection opens within `connectMs`; the response headers arrive within
@@ -69,16 +70,10 @@ export function createLokiPool(origin: string, deadlines: LokiDeadlines = LOKI_D
   });
 }
 
-/** At most `max` bytes of the response body; the rest is drained so the socket is reused. */
-async function readBody(body: Dispatcher.ResponseData["body"], max: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    chunks.push(chunk);
-    size += chunk.length;
-    if (size >= max) break;
-  }
-  return Buffer.concat(chunks).toString("utf8", 0, Math.min(size, max));
+/** What an answer's body is read for: a 400 names the refused entries, other failures say why. */
+function bodyBytesKept(status: number): number {
+  if (status >= 200 && status < 300) return 0;
+  return status === 400 ? REJECTION_BODY_MAX_BYTES : DETAIL_MAX_BYTES;
 }
 
 export interface LokiServiceOptions {
@@ -147,35 +142,38 @@ export class LokiService {
 
   async #attempt(request: EncodedRequest, signal: AbortSignal | undefined): Promise<void> {
     const { url, dispatcher } = this.#opts;
-    let res: Dispatcher.ResponseData;
+    let res: Exchanged;
     try {
-      res = await dispatcher.request({
-        origin: url.origin,
-        path: this.#path,
-        method: "POST",
-        headers: { ...request.headers, ...this.#opts.authHeaders, "user-agent": "sf2loki" },
-        body: request.body,
-        headersTimeout: this.#responseMs,
-        bodyTimeout: this.#responseMs,
-        signal: signal ?? null,
-      });
+      res = await exchange(
+        dispatcher,
+        {
+          origin: url.origin,
+          path: this.#path,
+          method: "POST",
+          headers: { ...request.headers, ...this.#opts.authHeaders, "user-agent": "sf2loki" },
+          body: request.body,
+          headersTimeout: this.#responseMs,
+          bodyTimeout: this.#responseMs,
+        },
+        bodyBytesKept,
+        signal,
+      );
     } catch (err) {
       throw new TransientAttemptError(`transport error: ${describeError(err)}`, undefined, { cause: err });
     }
-    const status = res.statusCode;
+    const { status, text } = res;
     if (status >= 200 && status < 300) {
-      await res.body.dump().catch(() => undefined); // the push landed; a broken trailer changes nothing
+      // The push landed; a body that broke off after a 2xx changes nothing.
       this.#opts.bytesPushed.add(request.body.length);
       this.#authLog.succeeded();
       return;
     }
-    let text: string;
-    try {
-      text = await readBody(res.body, status === 400 ? REJECTION_BODY_MAX_BYTES : DETAIL_MAX_BYTES);
-    } catch (err) {
-      throw new TransientAttemptError(`HTTP ${status}, body unreadable: ${describeError(err)}`, undefined, {
-        cause: err,
-      });
+    if (res.bodyError) {
+      throw new TransientAttemptError(
+        `HTTP ${status}, body unreadable: ${describeError(res.bodyError)}`,
+        undefined,
+        { cause: res.bodyError },
+      );
     }
     if (status === 400 || status === 413) throw new LokiRejectedError(status, text);
     const detail = collapse(text);
