@@ -5,6 +5,7 @@
 // (src/v8-flags.ts), plus a measured baseline. The stalled-Loki test holds a running daemon to it.
 import type { Config } from "./config/schema.ts";
 import { resolvedOrgs } from "./config/orgs.ts";
+import { BATCH_MAX_BYTES as ELF_BATCH_BYTES } from "./salesforce/eventlogfile/csv-rows.ts";
 
 const MIB = 2 ** 20;
 
@@ -42,8 +43,6 @@ export const HEAP_GROWTH = 1.5;
  * object, its BigInt timestamp and metadata object. 2 covers the two-byte case.
  */
 export const HEAP_PER_COST_BYTE = 2;
-/** A network chunk of an EventLogFile body, as rows and entries in flight inside the source. */
-const ELF_CHUNK_BYTES = 64 * 1024;
 /** Batches of rows the ELF source buffers between its workers and the pipeline (BRIDGE_CAPACITY). */
 const ELF_BRIDGE_CHUNKS = 2;
 /** Entries the Pub/Sub bridge holds per org (BRIDGE_MAX_ENTRIES). */
@@ -116,8 +115,8 @@ export function memoryModel(config: Config, opts: MemoryModelOptions = {}): Memo
       add("pubsub credit", s.pubsub.topics.length * s.pubsub.default_num_requested * entry);
     }
     if (s.eventlogfile.enabled) {
-      // Each download worker holds one network chunk as rows and entries; the bridge holds two more.
-      add("eventlogfile", (s.eventlogfile.concurrency + ELF_BRIDGE_CHUNKS) * ELF_CHUNK_BYTES * 2);
+      // Each download worker holds one batch (<= 64 KiB of CSV) as rows and entries; the bridge two more.
+      add("eventlogfile", (s.eventlogfile.concurrency + ELF_BRIDGE_CHUNKS) * ELF_BATCH_BYTES * 2);
     }
     if (s.eventlog_objects.enabled) add("eventlog_objects", SOQL_PAGE_RECORDS * entry * 2);
     // One body at a time, as received bytes and as the decoded string.

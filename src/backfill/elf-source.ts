@@ -16,7 +16,7 @@ import type { BackfillContext } from "./context.ts";
 import { pendingFiles } from "./listing.ts";
 
 /**
- * Row batches (one network chunk each) a prefetched file may hold before its download waits: as small
+ * Row batches (at most 64 KiB of CSV each) a prefetched file may hold before its download waits: as small
  * as the daemon's bridge; measured with bench/backfill.ts, 16 cost ~15 % more CPU per row for no gain.
  */
 const PREFETCH_BATCHES = 2;
@@ -44,7 +44,7 @@ export class BackfillElfSource implements Source {
   async *events(state: CheckpointReader, signal: AbortSignal): AsyncGenerator<SourceItem> {
     for (const type of this.#types) {
       if (signal.aborted) return;
-      // One run per network chunk's rows, as in the daemon's source.
+      // One run per batch of rows, as in the daemon's source.
       yield* this.#type(type, state, signal);
     }
   }

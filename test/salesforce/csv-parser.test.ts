@@ -8,7 +8,12 @@ import { finished } from "node:stream/promises";
 import { describe, it } from "node:test";
 import { CsvError, parse } from "csv-parse";
 import { CsvParser, CsvSyntaxError } from "../../src/salesforce/eventlogfile/csv-parser.ts";
-import { csvRowBatches, detached, MAX_FIELD_CHARS } from "../../src/salesforce/eventlogfile/csv-rows.ts";
+import {
+  BATCH_MAX_BYTES,
+  csvRowBatches,
+  detached,
+  MAX_FIELD_CHARS,
+} from "../../src/salesforce/eventlogfile/csv-rows.ts";
 import { EventLogFileCsvError } from "../../src/salesforce/eventlogfile/errors.ts";
 import { seededRandom } from "../../src/util/prng.ts";
 
@@ -322,6 +327,25 @@ describe("CSV parser: bounded work and memory", () => {
     );
     assert.ok(pulled <= MAX_FIELD_CHARS / chunk.length + 1, `pulled ${pulled} chunks`);
     assert.ok(performance.now() - started < 3000);
+  });
+});
+
+describe("CSV parser: batches of at most BATCH_MAX_BYTES", () => {
+  it("one 1 MiB read comes out as batches of <= 64 KiB each, the same rows as csv-parse", async () => {
+    // Quoted newlines and two-byte characters, so piece boundaries fall inside records and characters.
+    const row = (i: number) => `${i},"näme ${i}","multi\nline ${"é".repeat(i % 7)}",${"x".repeat(90)}\n`;
+    const rows = ["ID,NAME,NOTE,PAD\n"];
+    for (let i = 0, size = 0; size < 2 ** 20; i++) size += Buffer.byteLength(rows[rows.push(row(i)) - 1]!);
+    const bytes = Buffer.from(rows.join(""));
+    const sizes: number[] = [];
+    for await (const batch of csvRowBatches(chunksOf([bytes]), "test")) sizes.push(batch.rows.length);
+    const rowBytes = Buffer.byteLength(row(0));
+    assert.ok(sizes.length >= bytes.length / BATCH_MAX_BYTES, `${sizes.length} batches`);
+    assert.ok(
+      Math.max(...sizes) <= Math.ceil(BATCH_MAX_BYTES / rowBytes) + 1,
+      `largest ${Math.max(...sizes)} rows`,
+    );
+    assert.deepEqual(await ours([bytes]), await reference([bytes]));
   });
 });
 

@@ -13,7 +13,7 @@ import { jittered, pause } from "../shaping/cycle.ts";
 import { pollingKit, type PollingKit, type PollingSourceDeps } from "../shaping/deps.ts";
 import type { CheckpointReader, Source, SourceItem } from "../source.ts";
 
-/** Batches (one network chunk's rows each) buffered between the workers and the consumer. */
+/** Batches of rows (at most 64 KiB of CSV each) buffered between the workers and the consumer. */
 const BRIDGE_CAPACITY = 2;
 const SKEW_APPLY_MS = 30_000;
 const SKEW_WARN_MS = 60_000;
