@@ -78,6 +78,7 @@ export function exchange(
         if (settled) c.abort(signal ? abortReason(signal) : new Error("exchange already settled"));
       },
       onResponseStart(_c, statusCode, responseHeaders) {
+        if (statusCode < 200) return; // informational (103 Early Hints): the answer is still to come
         status = statusCode;
         headers = responseHeaders;
         keep = keepBytes(statusCode);

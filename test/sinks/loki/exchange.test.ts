@@ -106,6 +106,19 @@ test("a body that breaks off after the headers resolves with bodyError and what 
   assert.ok(got.bodyError instanceof Error);
 });
 
+test("an informational answer is not the answer: 103 then a cut connection rejects like no answer", async (t) => {
+  const r = await rig(t, (req, res) => {
+    res.writeEarlyHints({ link: "</ready>; rel=preload" }, () => {
+      if (req.headers["x-case"] === "cut") res.socket?.destroy();
+      else res.writeHead(204).end();
+    });
+  });
+  const answered = await exchange(r.pool, r.request(), keepFor);
+  assert.equal(answered.status, 204);
+  const cut = { ...r.request(), headers: { ...r.request().headers, "x-case": "cut" } };
+  await assert.rejects(exchange(r.pool, cut, keepFor));
+});
+
 test("no answer at all (connection refused) rejects", async (t) => {
   const r = await rig(t, (_req, res) => res.end());
   const closed = createLokiPool("http://127.0.0.1:1", { connectMs: 2_000, responseMs: 2_000 });
