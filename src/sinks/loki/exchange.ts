@@ -6,6 +6,7 @@
 // freed them, so at 1 300 pushes/s V8 ran a full mark of the heap every second for ~60 MB/s of dead
 // buffers. Here the body is referenced only until undici has sent it and answered.
 import type { IncomingHttpHeaders } from "node:http";
+import { abortReason } from "../../util/abortable.ts";
 import type { Dispatcher } from "../../util/http-dispatchers.ts";
 
 /** What is read past the kept bytes before the connection is given up instead (undici's dump() limit). */
@@ -52,8 +53,9 @@ export function exchange(
   let read = 0;
   const chunks: Buffer[] = [];
   const onAbort = (): void => {
-    controller?.abort(abortReason(signal!));
-    fail(abortReason(signal!));
+    const reason = abortReason(signal!);
+    controller?.abort(reason);
+    fail(reason);
   };
   const settle = (): void => {
     settled = true;
@@ -103,9 +105,4 @@ export function exchange(
     fail(err instanceof Error ? err : new Error(String(err)));
   }
   return promise;
-}
-
-function abortReason(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  return reason instanceof Error ? reason : new Error(`aborted: ${String(reason)}`);
 }

@@ -1,10 +1,7 @@
 // The bridge between EventLogFile type workers and the source's stream: a small bounded FIFO (a slow
 // consumer stalls every worker before its next Salesforce call) and a semaphore for `concurrency`.
-
-/** Thrown into a blocked `put` or `acquire` when the run is cancelled. */
-function abortReason(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new Error("aborted", { cause: signal.reason });
-}
+// A blocked `put` or `acquire` throws the run's abort reason when the run is cancelled.
+import { abortReason } from "../../util/abortable.ts";
 
 export class Channel<T> implements AsyncIterable<T> {
   readonly #capacity: number;
