@@ -1,0 +1,164 @@
+// A real Grafana Loki (../shared/loki, 3.4.6) for the loki-real tier: one per test file, a tenant per
+// case, per-tenant limits through its runtime overrides file. Delivery is judged by reading Loki back:
+// `count()` is a metric query (every stored copy counts), `entries()` a paginated log query (copies
+// identical in timestamp and line collapse). Real sleeps are fine here: this tier is not the suite.
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { promisify } from "node:util";
+import { stringify } from "yaml";
+
+const run = promisify(execFile);
+const REPO = resolve(new URL("../../..", import.meta.url).pathname);
+/** `SF2LOKI_LOKI_SH` points elsewhere; by default the workplace's copy beside the repo. */
+export const LOKI_SH = process.env.SF2LOKI_LOKI_SH ?? resolve(REPO, "../shared/loki/loki.sh");
+
+/** Why the tier cannot run here, or undefined when it can. */
+export function realLokiMissing(): string | undefined {
+  return existsSync(LOKI_SH) ? undefined : `no real Loki at ${LOKI_SH} (set SF2LOKI_LOKI_SH)`;
+}
+
+export type TenantLimits = Record<string, string | number | boolean>;
+
+export interface RealLoki {
+  readonly url: string;
+  readonly pushUrl: string;
+  readonly dir: string;
+  /** Replaces the runtime overrides (tenant -> Loki limits_config keys) and waits until Loki read them. */
+  setLimits(tenants: Record<string, TenantLimits>): Promise<void>;
+  reader(tenant: string): LokiReader;
+  stop(): Promise<void>;
+}
+
+/** Loki re-reads the overrides file every second; two periods leave it time to apply them. */
+const OVERRIDES_SETTLE_MS = 2500;
+
+export async function startRealLoki(): Promise<RealLoki> {
+  const dir = await mkdtemp(join(tmpdir(), "sf2loki-real-loki-"));
+  const { stdout } = await run("bash", [LOKI_SH, "start", dir], { timeout: 120_000 });
+  const url = stdout.trim().split("\n").pop()!;
+  if (!/^http:\/\/127\.0\.0\.1:\d+$/.test(url)) throw new Error(`loki.sh start printed ${stdout}`);
+  return {
+    url,
+    pushUrl: `${url}/loki/api/v1/push`,
+    dir,
+    setLimits: async (tenants) => {
+      await writeFile(join(dir, "overrides.yaml"), stringify({ overrides: tenants }));
+      await delay(OVERRIDES_SETTLE_MS);
+    },
+    reader: (tenant) => new LokiReader(url, tenant),
+    stop: async () => {
+      await run("bash", [LOKI_SH, "stop", dir]).catch(() => undefined);
+      await delay(200);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface StoredEntry {
+  labels: Record<string, string>;
+  metadata: Record<string, string>;
+  tsNs: bigint;
+  line: string;
+}
+
+/** Loki's largest page (`max_entries_limit_per_query`, 5000 by default). */
+const PAGE = 5000;
+
+/** Reads one tenant back through LogQL. Times are epoch nanoseconds; ranges are [start, end). */
+export class LokiReader {
+  readonly #url: string;
+  readonly #tenant: string;
+  constructor(url: string, tenant: string) {
+    this.#url = url;
+    this.#tenant = tenant;
+  }
+
+  async #get(path: string, params: Record<string, string>): Promise<unknown> {
+    const res = await fetch(`${this.#url}${path}?${new URLSearchParams(params).toString()}`, {
+      headers: { "X-Scope-OrgID": this.#tenant, "X-Loki-Response-Encoding-Flags": "categorize-labels" },
+    });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`Loki ${path} answered ${res.status}: ${text.slice(0, 500)}`);
+    return (JSON.parse(text) as { data: unknown }).data;
+  }
+
+  /**
+   * `sum by (<by>) (count_over_time(<selector>[range]))` over [start, end): every stored copy counts.
+   * Keyed by the `by` labels' values joined with "|" ("" without `by`).
+   */
+  async countBy(
+    selector: string,
+    startNs: bigint,
+    endNs: bigint,
+    by: readonly string[] = [],
+  ): Promise<Map<string, number>> {
+    const rangeS = (endNs - startNs + 999_999_999n) / 1_000_000_000n;
+    const query = `sum${by.length > 0 ? ` by (${by.join(",")})` : ""} (count_over_time(${selector}[${rangeS}s]))`;
+    // An instant query counts (time - range, time]; shift by 1 ns so the range is [start, end).
+    const data = (await this.#get("/loki/api/v1/query", { query, time: String(endNs - 1n) })) as {
+      result: { metric: Record<string, string>; value: [number, string] }[];
+    };
+    const out = new Map<string, number>();
+    for (const r of data.result) out.set(by.map((k) => r.metric[k] ?? "").join("|"), Number(r.value[1]));
+    return out;
+  }
+
+  async count(selector: string, startNs: bigint, endNs: bigint): Promise<number> {
+    return (await this.countBy(selector, startNs, endNs)).get("") ?? 0;
+  }
+
+  /** Every distinct stored entry (a log query: copies identical in timestamp and line collapse). */
+  async entries(selector: string, startNs: bigint, endNs: bigint): Promise<StoredEntry[]> {
+    const out: StoredEntry[] = [];
+    const seen = new Set<string>();
+    let from = startNs;
+    for (;;) {
+      const data = (await this.#get("/loki/api/v1/query_range", {
+        query: selector,
+        start: String(from),
+        end: String(endNs),
+        limit: String(PAGE),
+        direction: "forward",
+      })) as {
+        result: {
+          stream: Record<string, string>;
+          values: [string, string, { structuredMetadata?: Record<string, string> }?][];
+        }[];
+      };
+      let page = 0;
+      let last = from;
+      for (const stream of data.result)
+        for (const [ts, line, extra] of stream.values) {
+          page++;
+          const tsNs = BigInt(ts);
+          if (tsNs > last) last = tsNs;
+          const key = `${JSON.stringify(stream.stream)}\u0000${ts}\u0000${line}`;
+          if (seen.has(key)) continue;
+          seen.add(key);
+          out.push({ labels: stream.stream, metadata: extra?.structuredMetadata ?? {}, tsNs, line });
+        }
+      if (page < PAGE) break;
+      // A full page: go on from its last timestamp (entries at that instant come again, deduplicated).
+      if (last === from) throw new Error(`more than ${PAGE} entries share the timestamp ${from}`);
+      from = last;
+    }
+    out.sort((a, b) => (a.tsNs < b.tsNs ? -1 : a.tsNs > b.tsNs ? 1 : 0));
+    return out;
+  }
+
+  /** Label sets of the streams matching `selector` in [start, end). */
+  async series(selector: string, startNs: bigint, endNs: bigint): Promise<Record<string, string>[]> {
+    return (await this.#get("/loki/api/v1/series", {
+      "match[]": selector,
+      start: String(startNs),
+      end: String(endNs),
+    })) as Record<string, string>[];
+  }
+}
+
+/** Nanoseconds since the epoch, now. */
+export const nowNs = (): bigint => BigInt(Date.now()) * 1_000_000n;
