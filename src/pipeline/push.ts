@@ -74,14 +74,21 @@ export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<Pu
         "and the rest is delivered: see the reason and detail, and match sink.loki.limits to the Loki's limits_config",
     );
   };
+  // Entries Loki stored while the rest of an attempt stayed open: a retry does not send them again.
+  const landed = new Set<LogEntry>();
+  const onLanded = (entries: readonly LogEntry[]): void => {
+    for (const e of entries) landed.add(e);
+  };
   let result: PushResult;
   try {
     result = await retry(
       async () => {
         deps.onAttempt?.();
         const started = clock.monotonic();
+        const open = landed.size + counted.size === 0 ? batch.pushView : stillOpen(batch, landed, counted);
+        if (open.length === 0) return { dropped: [] };
         try {
-          const res = await sink.push(batch.pushView, deps.cancelled, countOnce);
+          const res = await sink.push(open, deps.cancelled, countOnce, onLanded);
           metrics.pushDuration.record((clock.monotonic() - started) / 1000);
           return res;
         } catch (err) {
@@ -139,6 +146,15 @@ export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<Pu
   if (!(await keepRefused(refused, deps))) return "abandoned";
   if (logger.isLevelEnabled("debug")) logger.debug({ entries: batch.pushView.length }, "pushed batch");
   return "delivered";
+}
+
+/** What a retry sends: the batch less what landed or was refused for good in earlier attempts. */
+function stillOpen(
+  batch: PendingBatch,
+  landed: ReadonlySet<LogEntry>,
+  refused: ReadonlySet<LogEntry>,
+): LogEntry[] {
+  return batch.pushView.filter((e) => !landed.has(e) && !refused.has(e));
 }
 
 /** Hands every refused group to the dead-letter sink; false when the run was torn down meanwhile. */

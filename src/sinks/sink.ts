@@ -30,12 +30,24 @@ export interface PushResult {
  */
 export type DropListener = (group: DroppedEntries) => void;
 
+/**
+ * Told of entries Loki stored while the rest of the push is still open (a part of a split push
+ * answered 2xx, or a 400 stored every entry it did not name). A retry of the push sends none of them
+ * again: a re-sent copy of a stored entry is one more sample for every LogQL metric query.
+ */
+export type LandListener = (entries: readonly LogEntry[]) => void;
+
 export interface Sink {
   /**
-   * Delivers the batch, or throws RetryableSinkError (nothing is lost: retry the same batch) or
+   * Delivers the batch, or throws RetryableSinkError (nothing is lost: retry what was not told landed) or
    * PermanentSinkError (the whole batch is refused for good). Anything else is a crash.
    */
-  push(batch: Batch, signal?: AbortSignal, onDropped?: DropListener): Promise<PushResult>;
+  push(
+    batch: Batch,
+    signal?: AbortSignal,
+    onDropped?: DropListener,
+    onLanded?: LandListener,
+  ): Promise<PushResult>;
   close(): Promise<void>;
 }
 

@@ -1,6 +1,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ChannelSource, ScriptedSource, entry, settle, waitUntil } from "../support/fakes.ts";
+import { ChannelSource, MemoryStore, ScriptedSource, entry, settle, waitUntil } from "../support/fakes.ts";
+import { Pipeline } from "../../src/pipeline/pipeline.ts";
+import { DEFAULT_BATCH_SETTINGS } from "../../src/pipeline/settings.ts";
+import { RetryableSinkError, type Sink } from "../../src/sinks/sink.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { harness, stalledStream } from "./harness.ts";
 import { StateFileLockError, StateFenceError, StateStoreConflictError } from "../../src/state/errors.ts";
@@ -92,6 +95,33 @@ test("entries a delivered push reports as dropped are counted, and the batch com
   assert.equal(await h.metric("sf2loki_loki_entries_dropped"), 1);
   assert.equal(await h.metric("sf2loki_loki_push", { outcome: "success" }), 1);
   assert.equal(h.store.doc.get(KEY), "2");
+});
+
+test("a retry sends only what no earlier attempt landed or had refused: no stored entry twice", async () => {
+  const items = [1, 2, 3, 4, 5, 6].map((n) => entry(KEY, String(n)));
+  const sent: string[][] = [];
+  const sink: Sink = {
+    push: (batch, _signal, onDropped, onLanded) => {
+      sent.push(batch.map((e) => e.line));
+      if (sent.length === 1) {
+        // A split push: the first half stored, one entry refused for good, then a 503 on the rest.
+        onLanded?.(batch.slice(0, 3));
+        onDropped?.({ entries: [batch[3]!], reason: "bad_request" });
+        return Promise.reject(new RetryableSinkError("HTTP 503"));
+      }
+      return Promise.resolve({ dropped: [] });
+    },
+    close: () => Promise.resolve(),
+  };
+  const pipeline = new Pipeline({
+    sources: [new ScriptedSource("eventlogfile", items)],
+    sink,
+    store: new MemoryStore(),
+    batch: { ...DEFAULT_BATCH_SETTINGS },
+    clock: new ManualClock({ auto: true }),
+  });
+  await pipeline.run(new AbortController().signal);
+  assert.deepEqual(sent, [items.map((e) => e.line), [items[4]!.line, items[5]!.line]]);
 });
 
 test("a fence refusal rejects run() with that error and cancels producers blocked on a full queue", async () => {

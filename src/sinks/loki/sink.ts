@@ -6,7 +6,13 @@ import { ConfigError } from "../../errors.ts";
 import type { Batch, LogEntry } from "../../model.ts";
 import { silentLogger, type Logger } from "../../obs/logger.ts";
 import { systemClock, type Clock } from "../../util/clock.ts";
-import { PermanentSinkError, type DropListener, type PushResult, type Sink } from "../sink.ts";
+import {
+  PermanentSinkError,
+  type DropListener,
+  type LandListener,
+  type PushResult,
+  type Sink,
+} from "../sink.ts";
 import { attribute } from "./attribute.ts";
 import { PushDrops } from "./drops.ts";
 import { LOKI_DEFAULT_LIMITS, checkLimits, type LokiLimits } from "./limits.ts";
@@ -67,6 +73,7 @@ interface DeliverContext {
   readonly drops: PushDrops;
   readonly budget: number;
   readonly signal: AbortSignal | undefined;
+  readonly onLanded: LandListener | undefined;
 }
 
 function rejectionReason(status: number): string {
@@ -116,7 +123,12 @@ export class LokiSink implements Sink {
     });
   }
 
-  async push(batch: Batch, signal?: AbortSignal, onDropped?: DropListener): Promise<PushResult> {
+  async push(
+    batch: Batch,
+    signal?: AbortSignal,
+    onDropped?: DropListener,
+    onLanded?: LandListener,
+  ): Promise<PushResult> {
     // The pipeline's push view holds real entries only; the copy is for a caller that mixed in tokens.
     const entries = batch.some((e) => e.checkpointOnly) ? batch.filter((e) => !e.checkpointOnly) : batch;
     if (entries.length === 0) return { dropped: [] };
@@ -128,7 +140,13 @@ export class LokiSink implements Sink {
     const { send, refused } = checkLimits(entries, this.#limits, this.#clock.now());
     drops.add(refused);
     if (send.length > 0) {
-      await this.#deliver(send, { single: entries.length === 1, drops, budget: ISOLATION_BUDGET, signal });
+      await this.#deliver(send, {
+        single: entries.length === 1,
+        drops,
+        budget: ISOLATION_BUDGET,
+        signal,
+        onLanded,
+      });
     }
     return { dropped: drops.result() };
   }
@@ -162,10 +180,11 @@ export class LokiSink implements Sink {
       const request = await encodeRequest(part, this.#format);
       try {
         await this.#service.send(request, ctx.signal);
+        if (part !== entries) ctx.onLanded?.(part);
         continue;
       } catch (err) {
         if (!(err instanceof LokiRejectedError)) throw err;
-        const open = this.#settle(part, err, ctx.drops);
+        const open = this.#settle(part, err, ctx);
         if (open.length === 0) continue;
         if (open.length === 1 && part.length === 1) {
           this.#isolated(open[0]!, err, ctx);
@@ -183,10 +202,15 @@ export class LokiSink implements Sink {
   }
 
   /** Drops what a 400 names; returns what it leaves open (everything, for a 413). */
-  #settle(part: readonly LogEntry[], err: LokiRejectedError, drops: PushDrops): readonly LogEntry[] {
+  #settle(part: readonly LogEntry[], err: LokiRejectedError, ctx: DeliverContext): readonly LogEntry[] {
     if (err.status !== 400) return part;
     const { refused, unsettled } = attribute(part, parseRefusals(err.body));
-    drops.add(refused);
+    ctx.drops.add(refused);
+    if (ctx.onLanded && refused.length + unsettled.length < part.length) {
+      const open = new Set<LogEntry>(unsettled);
+      for (const r of refused) open.add(r.entry);
+      ctx.onLanded(part.filter((e) => !open.has(e)));
+    }
     if (refused.length > 0) {
       this.#logger.debug(
         { entries: part.length, refused: refused.length, unsettled: unsettled.length },

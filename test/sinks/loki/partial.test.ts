@@ -393,3 +393,17 @@ for (const local of [false, true]) {
     }
   });
 }
+
+test("a 400 that stores part of a push tells the rest landed, so a retry does not send it again", async (t) => {
+  const { sink } = await world(t, false);
+  const { batches, old } = onePercentTooOld();
+  const batch = batches[3]!;
+  const landed: LogEntry[] = [];
+  await sink.push(batch, undefined, undefined, (entries) => landed.push(...entries));
+  assert.deepEqual(
+    new Set(landed),
+    new Set(batch.filter((e) => !old.has(e))),
+    "every entry Loki did not name, told once",
+  );
+  assert.equal(landed.length, batch.length - 1);
+});
