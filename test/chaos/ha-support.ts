@@ -840,6 +840,20 @@ async function killWithPushesUnacknowledged(rig: HaRig, leader: Replica): Promis
 }
 
 /**
+ * A replica's /readyz once it has left "not ready" (a process that is still resolving its org id is not
+ * a standby yet; on a loaded host that can outlast its health server's start by a second or two), or
+ * its last answer after 10 s.
+ */
+async function settledReadyz(r: Replica): Promise<{ status: number; body: string }> {
+  const until = Date.now() + 10_000;
+  for (;;) {
+    const answer = await r.get("/readyz");
+    if (answer.body !== "not ready" || Date.now() > until) return answer;
+    await delay(100);
+  }
+}
+
+/**
  * Replicas a (leader) and b (standby) stream while the org keeps publishing; a is killed -9 and b takes
  * over; c joins as the standby; b gets SIGTERM and c takes over. Asserts every property of the issue and
  * returns the measured figures.
@@ -850,7 +864,7 @@ export async function killThenTerm(t: TestContext, rig: HaRig): Promise<Failover
   const b = await rig.spawnStandby("replica-b");
   rig.startTraffic();
   await waitFor(() => uniqueDelivered(world) >= 6000, 30_000, "a to deliver 6000 events");
-  const standbyReadyz = await b.get("/readyz");
+  const standbyReadyz = await settledReadyz(b);
   const standbyGauge = await b.leaderGauge();
 
   const killedAt = await killWithPushesUnacknowledged(rig, a);
