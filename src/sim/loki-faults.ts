@@ -18,6 +18,7 @@ export class LokiFaults {
   #latencyMs = 0;
   #stall: { promise: Promise<void>; release: () => void } | undefined;
   #held = 0;
+  #queryFailure: number | undefined;
 
   /** The next `n` push requests get `status` (after their body was read), whatever they carry. */
   failNext(n: number, status: number, opts: { retryAfter?: string; body?: string } = {}): void {
@@ -49,8 +50,18 @@ export class LokiFaults {
     this.#stall = undefined;
   }
 
+  /** Every log query is answered with `status` (Loki's read path down); undefined heals it. */
+  failQueries(status: number | undefined): void {
+    this.#queryFailure = status;
+  }
+
+  takeQueryFailure(): number | undefined {
+    return this.#queryFailure;
+  }
+
   /** Removes every fault and releases held requests. */
   clear(): void {
+    this.#queryFailure = undefined;
     this.#forced = [];
     this.#poison = undefined;
     this.#latencyMs = 0;

@@ -7,6 +7,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { BodyDecodeError, decodePushBody } from "./loki-decode.ts";
 import { LokiFaults } from "./loki-faults.ts";
 import { defaultIngestLimits, ingest } from "./loki-ingest.ts";
+import { queryRange } from "./loki-query.ts";
 import {
   AcceptedStore,
   type AcceptedEntry,
@@ -19,6 +20,7 @@ export type { AcceptedEntry, LabelMap, StreamSummary };
 export { LokiFaults };
 
 export const PUSH_PATH = "/loki/api/v1/push";
+export const QUERY_RANGE_PATH = "/loki/api/v1/query_range";
 
 export interface LokiReceiverOptions {
   host?: string;
@@ -88,6 +90,8 @@ export interface LokiReceiver {
   readonly counts: ReceiverCounts;
   /** Recent push requests, oldest first. */
   readonly requests: readonly PushRecord[];
+  /** Log queries answered (`query_range`), faulted ones included. */
+  queries: number;
   entries(matcher?: LabelMap): AcceptedEntry[];
   lines(matcher?: LabelMap): string[];
   countBy(key: (line: string, entry: AcceptedEntry) => string, matcher?: LabelMap): Map<string, number>;
@@ -202,7 +206,16 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
       return;
     }
     req.resume();
-    if (path === "/ready" && req.method === "GET") {
+    if (path === QUERY_RANGE_PATH && req.method === "GET") {
+      receiver.queries++;
+      const forced = faults.takeQueryFailure();
+      const answer =
+        forced === undefined
+          ? queryRange(store, tenantOf(req.headers), new URL(req.url ?? "/", url).searchParams)
+          : { status: forced, body: `simulated query failure ${forced}\n` };
+      if (answer.status === 200) send(res, 200, answer.body, {}, "application/json");
+      else send(res, answer.status, answer.body);
+    } else if (path === "/ready" && req.method === "GET") {
       send(res, 200, "ready\n");
     } else if (path === "/sim/loki/stats" && req.method === "GET") {
       const stats = { ...receiver.counts, streams: store.streams().length, held: faults.held };
@@ -243,11 +256,13 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
       };
     },
     requests,
+    queries: 0,
     entries: (matcher) => store.entries(matcher),
     lines: (matcher) => store.lines(matcher),
     countBy: (key, matcher) => store.countBy(key, matcher),
     streams: () => store.streams(),
     reset() {
+      receiver.queries = 0;
       store.clear();
       faults.clear();
       requests.length = 0;
