@@ -9,10 +9,12 @@ import { buildCoordinator, type BuiltCoordinator } from "./coordinate/build.ts";
 import { silentLogger, type Logger } from "./obs/logger.ts";
 import { orgMeter } from "./obs/org-meter.ts";
 import { Pipeline } from "./pipeline/pipeline.ts";
+import { reconcileSettingsOf } from "./pipeline/reconcile.ts";
+import { batchSettingsOf } from "./pipeline/settings.ts";
 import { TokenProvider } from "./salesforce/auth.ts";
 import { LimitsPoller } from "./salesforce/limits.ts";
 import { RestClient } from "./salesforce/rest.ts";
-import type { Sink } from "./sinks/sink.ts";
+import type { Sink, StoredLookup } from "./sinks/sink.ts";
 import { createLokiSink } from "./sinks/loki/sink.ts";
 import { compileTransforms } from "./egress/transforms.ts";
 import { egressConfigured, GovernedSink } from "./egress/governed-sink.ts";
@@ -74,6 +76,8 @@ export interface DestinationWiring {
   /** What its lanes push through: the governor when it has one, else the Loki sink. */
   sink: Sink;
   egress: GovernedSink | undefined;
+  /** Loki's read path with the destination's tenant and credentials (`sink.loki.reconcile`). */
+  lookup: StoredLookup | undefined;
 }
 
 export interface Graph {
@@ -160,10 +164,13 @@ export function buildGraph(config: Config, deps: WiringDeps = {}): Graph {
       name: d.destination.name,
       sources: sourcesOf(d),
       sink: d.sink,
+      ...(d.lookup ? { lookup: d.lookup } : {}),
     })),
+    ...(main.lookup ? { lookup: main.lookup } : {}),
+    reconcile: reconcileSettingsOf(loki.reconcile),
     // The budget counters are written with the checkpoint commits (one write, one writer).
     store: governors.bind(store),
-    batch: { ...loki.batch, flush_interval_ms: loki.batch.flush_interval },
+    batch: batchSettingsOf(loki),
     shutdown_grace_ms: config.service.shutdown_grace,
     ...(deadLetters ? { deadLetters } : {}),
     ...common,
@@ -200,7 +207,9 @@ function wireDestination(
             }),
       })
     : undefined;
-  return { destination, sink: egress ?? inner, egress };
+  // The lookup bypasses the governor: a query is no egress of log data.
+  const lookup = (inner as Partial<{ lookup: StoredLookup }>).lookup;
+  return { destination, sink: egress ?? inner, egress, lookup };
 }
 
 function wireOrg(config: Config, org: ResolvedOrg, common: Common, pollOnce: boolean): OrgWiring {

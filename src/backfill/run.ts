@@ -8,6 +8,9 @@ import type { Labels } from "../model.ts";
 import { silentLogger, type Logger } from "../obs/logger.ts";
 import type { DeadLetterSink } from "../pipeline/dead-letters.ts";
 import { Pipeline } from "../pipeline/pipeline.ts";
+import { reconcileSettingsOf } from "../pipeline/reconcile.ts";
+import { batchSettingsOf } from "../pipeline/settings.ts";
+import type { StoredLookup } from "../sinks/sink.ts";
 import { EventLogFileClient } from "../salesforce/eventlogfile/client.ts";
 import { pollingKit } from "../sources/shaping/deps.ts";
 import { eachEntry, type Source } from "../sources/source.ts";
@@ -84,7 +87,15 @@ export async function runBackfill(run: BackfillRun): Promise<BackfillOutcome> {
       await egress?.startTerm(store!);
       const governed = egress ? egress.bind(store!) : store!;
       // Rows Loki refuses for good are kept like the daemon's, in the same dead-letter store.
-      outcome = await deliver(run, sources, sink, governed, labels.static, graph.deadLetters?.unfenced());
+      outcome = await deliver(
+        run,
+        sources,
+        sink,
+        governed,
+        labels.static,
+        graph.deadLetters?.unfenced(),
+        destination.lookup,
+      );
     }
   } finally {
     progress.stop();
@@ -253,6 +264,8 @@ async function deliver(
   store: CheckpointStore,
   staticLabels: Labels,
   deadLetters: DeadLetterSink | undefined,
+  // A resumed backfill looks up what its last run may have pushed, like the daemon (#27).
+  lookup: StoredLookup | undefined,
 ): Promise<BackfillOutcome> {
   const loki = run.config.sink.loki;
   const pipeline = new Pipeline({
@@ -260,8 +273,10 @@ async function deliver(
     sink,
     store,
     ...(deadLetters ? { deadLetters } : {}),
-    batch: { ...loki.batch, flush_interval_ms: loki.batch.flush_interval },
+    batch: batchSettingsOf(loki),
     shutdown_grace_ms: run.config.service.shutdown_grace,
+    ...(lookup ? { lookup } : {}),
+    reconcile: reconcileSettingsOf(loki.reconcile),
     clock: run.clock,
     logger: run.logger ?? silentLogger,
     staticLabels,

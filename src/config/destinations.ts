@@ -38,8 +38,17 @@ function identity(loki: LokiConfig): string {
  */
 function orgLoki(top: LokiConfig, o: Config["orgs"][number]["sink"]["loki"]): LokiConfig {
   const ownUrl = set(o.url);
+  // Nor the query URL: lookups go to the Loki the org pushes to (derived from its own url).
   const base =
-    ownUrl === undefined ? top : { ...top, tenant_id: null, auth: "basic" as const, auth_token: null };
+    ownUrl === undefined
+      ? top
+      : {
+          ...top,
+          tenant_id: null,
+          auth: "basic" as const,
+          auth_token: null,
+          reconcile: { ...top.reconcile, query_url: null },
+        };
   const egress: EgressConfig = {
     max_lines_per_second: o.egress.max_lines_per_second ?? top.egress.max_lines_per_second,
     max_bytes_per_second: o.egress.max_bytes_per_second ?? top.egress.max_bytes_per_second,

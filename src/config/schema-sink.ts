@@ -103,8 +103,39 @@ const limits = section(
     }),
     max_label_name_length: int(1024, "Loki's label name length in bytes.", { min: 1 }),
     max_label_value_length: int(2048, "Loki's label value length in bytes.", { min: 1 }),
+    max_chunk_age: duration(
+      "2h",
+      "Loki's ingester max_chunk_age: a stream takes an entry at most half of it behind its newest one (`entry too far behind`), so sf2loki never has a stream's later entries land further ahead of its earlier ones in flight; 0 = no such limit.",
+    ),
   }),
   "The receiving Loki's limits_config: copy its values here (docs/egress.md, Loki's limits).",
+);
+
+const reconcile = section(
+  z.strictObject({
+    enabled: bool(
+      true,
+      "After a restart, takeover or shard move, look up in Loki what the previous run may already have pushed and push only what is missing, so no LogQL metric query counts an event twice; if the read path does not answer, push anyway (at-least-once) and say so.",
+    ),
+    query_url: optStr(
+      "Base URL of Loki's query API (…/loki/api/v1/query_range is appended). Unset: the push URL less /loki/api/v1/push.",
+      ["https://logs-prod-us-central1.grafana.net"],
+    ),
+    max_queries: int(
+      2000,
+      "Lookups one resume may make per destination; past it the rest is pushed unchecked (at-least-once).",
+      { min: 1 },
+    ),
+    max_duration: duration(
+      "10m",
+      "Time one resume may spend waiting on lookups per destination; past it the rest is pushed unchecked.",
+    ),
+    clock_skew: duration(
+      "5m",
+      "How far Salesforce's clock may run ahead of this host's: an event dated later than a resume plus this cannot have been pushed before it and is not looked up.",
+    ),
+  }),
+  "Exactly once in Loki across restarts and failovers (docs/high-availability.md, docs/egress.md).",
 );
 
 const loki = section(
@@ -138,6 +169,7 @@ const loki = section(
     batch,
     egress,
     limits,
+    reconcile,
   }),
   "Grafana Loki.",
 );

@@ -1,5 +1,6 @@
 // One flushed batch on its way to the sink and the store (spec B §1.3, §2.7, §2.8).
 import type { LogEntry } from "../model.ts";
+import type { StreamSpans } from "./stream-window.ts";
 
 export type BatchState = "pushing" | "ready" | "abandoned";
 
@@ -15,6 +16,10 @@ export class PendingBatch {
   state: BatchState = "pushing";
   /** Set by this batch's first retryable failure, cleared when the sink answers for good. */
   failingSince: { monoMs: number; wallMs: number } | undefined;
+  /** Per stream, the batch's oldest and newest timestamp (set when Loki's window is kept). */
+  spans: StreamSpans | undefined;
+  /** Entries to look up in Loki before the push: what the previous run may have pushed (#27). */
+  lookups: LogEntry[] | undefined;
   #pushView: readonly LogEntry[];
 
   /** Takes `entries` over: when all are real (the common case) they are the push view, uncopied. */
@@ -43,6 +48,11 @@ export class PendingBatch {
   /** Real entries only, in queue order: what one Sink.push carries. Empty once delivered. */
   get pushView(): readonly LogEntry[] {
     return this.#pushView;
+  }
+
+  /** Loki already holds these (a resumed run's lookup found them): the push leaves them out. */
+  skip(stored: ReadonlySet<LogEntry>): void {
+    if (stored.size > 0) this.#pushView = this.#pushView.filter((e) => !stored.has(e));
   }
 
   /**

@@ -104,6 +104,11 @@ export class OrderedCommitter {
     }
   }
 
+  /** Resolves at the next change of the window (a batch settled or committed); rejects on cancel. */
+  changed(): Promise<void> {
+    return this.#changed.wait();
+  }
+
   /** Resolves when every admitted batch is committed or abandoned. */
   async drained(): Promise<void> {
     while (this.#window.length > 0) await this.#changed.wait();

@@ -11,7 +11,9 @@ import { OrderedCommitter, type CommitterDeps } from "./committer.ts";
 import { ENTRY_OVERHEAD_BYTES } from "./cost.ts";
 import type { IngestTally } from "./ingest-tally.ts";
 import { END_OF_STREAM, LaneQueue } from "./lane-queue.ts";
-import { pushBatch, type PushDeps } from "./push.ts";
+import { pushBatch, type PushDeps, type PushOutcome } from "./push.ts";
+import type { Reconciler } from "./reconcile.ts";
+import { StreamWindow, streamSpans } from "./stream-window.ts";
 import { ignore } from "./abort.ts";
 
 export interface LaneDeps {
@@ -19,6 +21,8 @@ export interface LaneDeps {
   clock: Clock;
   push: PushDeps;
   commit: CommitterDeps;
+  /** The route's resume lookups (#27); shared by its lanes, so its budget is per destination. */
+  reconciler: Reconciler;
   /** Keeps a background task's promise: a rejection stops the run. */
   track: (task: Promise<unknown>) => void;
 }
@@ -54,10 +58,13 @@ export class Lane {
   /** A flushed batch still waiting for a slot in the commit window. */
   #admitting: PendingBatch | undefined;
   #cancelled = false;
+  /** Loki's out-of-order window per stream, over this lane's pushes. */
+  readonly #window: StreamWindow;
 
   constructor(name: LaneName, deps: LaneDeps) {
     this.name = name;
     this.#deps = deps;
+    this.#window = new StreamWindow(deps.settings.out_of_order_window_ms);
     this.queue = new LaneQueue(deps.settings.queue_maxsize, deps.settings.queue_max_bytes);
     this.committer = new OrderedCommitter(deps.commit);
   }
@@ -194,11 +201,37 @@ export class Lane {
       this.committer.settle(batch, "ready");
       return;
     }
+    // Both in batch order, before any await: the window sees every earlier batch's streams, and the
+    // resume's per-key counts follow the order entries are pushed in.
+    if (this.#window.enabled) batch.spans = streamSpans(batch.pushView);
+    this.#deps.reconciler.select(batch);
     this.#deps.track(this.#push(batch));
   }
 
   async #push(batch: PendingBatch): Promise<void> {
-    const outcome = await pushBatch(batch, this.#deps.push);
+    const cancelled = this.#deps.push.cancelled;
+    let outcome: PushOutcome = "abandoned";
+    try {
+      if (batch.lookups) await this.#deps.reconciler.apply(batch, cancelled);
+      if (await this.#windowClear(batch)) {
+        outcome = batch.pushView.length === 0 ? "delivered" : await pushBatch(batch, this.#deps.push);
+      }
+    } catch (err) {
+      if (!cancelled.aborted && !this.#cancelled) throw err;
+    }
+    if (outcome === "abandoned") this.#window.abandon(batch);
     this.committer.settle(batch, outcome === "abandoned" ? "abandoned" : "ready");
+  }
+
+  /**
+   * Waits until no earlier batch still pushing holds `batch` back (stream-window.ts); false when a
+   * batch this run abandoned does: then it is abandoned too, and the next run sends both.
+   */
+  async #windowClear(batch: PendingBatch): Promise<boolean> {
+    for (;;) {
+      const verdict = this.#window.verdict(batch, this.committer.outstanding);
+      if (verdict !== "wait") return verdict === "clear";
+      await this.committer.changed();
+    }
   }
 }

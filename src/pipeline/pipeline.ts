@@ -4,7 +4,7 @@
 import { metrics as otel, type Meter } from "@opentelemetry/api";
 import type { Labels } from "../model.ts";
 import { silentLogger, type Logger } from "../obs/logger.ts";
-import type { Sink } from "../sinks/sink.ts";
+import type { Sink, StoredLookup } from "../sinks/sink.ts";
 import type { Source } from "../sources/source.ts";
 import type { CheckpointStore } from "../state/store.ts";
 import { systemClock, type Clock } from "../util/clock.ts";
@@ -15,6 +15,9 @@ import type { LaneStatus } from "./lane.ts";
 import { PipelineMetrics } from "./metrics.ts";
 import type { ProgressReport } from "./progress.ts";
 import { PipelineRun, routeOfLane } from "./run.ts";
+import { DEFAULT_RECONCILE, type ReconcileSettings, type ResumeReport } from "./reconcile.ts";
+import { ReconcileMetrics } from "./reconcile-metrics.ts";
+import { RefusalLog } from "./refusal-log.ts";
 import { DEFAULT_SHUTDOWN_GRACE_MS, validateBatchSettings, type BatchSettings } from "./settings.ts";
 
 /**
@@ -28,11 +31,17 @@ export interface PipelineRoute {
   name: string;
   sources: readonly Source[];
   sink: Sink;
+  /** Loki's read path for this route's destination (reconcile on resume, #27). */
+  lookup?: StoredLookup;
 }
 
 export interface PipelineOptions {
   sources: readonly Source[];
   sink: Sink;
+  /** Loki's read path for the main route; none: its resumes are not reconciled. */
+  lookup?: StoredLookup;
+  /** `sink.loki.reconcile`; default DEFAULT_RECONCILE (on wherever a route has a lookup). */
+  reconcile?: ReconcileSettings;
   /** Further routes beside `sources` → `sink`; every lane commits to the one `store`. */
   routes?: readonly PipelineRoute[];
   store: CheckpointStore;
@@ -56,6 +65,8 @@ export interface PipelineStatus {
   checkpoints: Record<string, { last_commit_ms: number }>;
   /** Keys the current (or last) run left uncommitted on shutdown. */
   abandoned_keys: readonly string[];
+  /** The current (or last) run's resume per route ("" is the main one): what reconcile did. */
+  resumes: Record<string, ResumeReport>;
 }
 
 export class Pipeline {
@@ -64,6 +75,8 @@ export class Pipeline {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #metrics: PipelineMetrics;
+  readonly #reconcileMetrics: ReconcileMetrics;
+  readonly #refusals: RefusalLog;
   readonly #lastCommit = new Map<string, number>();
   #staticLabels: Labels;
   #run: PipelineRun | undefined;
@@ -75,8 +88,11 @@ export class Pipeline {
     this.#clock = opts.clock ?? systemClock;
     this.#logger = (opts.logger ?? silentLogger).child({ component: "pipeline" });
     this.#staticLabels = { ...opts.staticLabels };
+    const meter = opts.meter ?? otel.getMeter("sf2loki");
+    this.#reconcileMetrics = new ReconcileMetrics(meter);
+    this.#refusals = new RefusalLog(this.#logger, this.#clock);
     this.#metrics = new PipelineMetrics(
-      opts.meter ?? otel.getMeter("sf2loki"),
+      meter,
       () => {
         let depth = 0;
         for (const lane of this.#run?.lanes.values() ?? []) {
@@ -107,8 +123,9 @@ export class Pipeline {
    */
   async run(signal: AbortSignal): Promise<void> {
     if (this.#running) throw new PipelineBusyError();
+    const main = { name: "", sources: this.#opts.sources, sink: this.#opts.sink };
     const routes = [
-      { name: "", sources: this.#opts.sources, sink: this.#opts.sink },
+      this.#opts.lookup ? { ...main, lookup: this.#opts.lookup } : main,
       ...(this.#opts.routes ?? []),
     ];
     if (routes.every((r) => r.sources.length === 0)) return;
@@ -122,6 +139,9 @@ export class Pipeline {
         clock: this.#clock,
         logger: this.#logger,
         metrics: this.#metrics,
+        reconcileMetrics: this.#reconcileMetrics,
+        reconcile: this.#opts.reconcile ?? DEFAULT_RECONCILE,
+        refusals: this.#refusals,
         staticLabels: this.#staticLabels,
         onCommitted: this.#onCommitted,
         ...(this.#opts.deadLetters ? { deadLetters: this.#opts.deadLetters } : {}),
@@ -141,7 +161,15 @@ export class Pipeline {
     for (const [name, lane] of this.#run?.lanes ?? []) lanes[name] = lane.status();
     const checkpoints: Record<string, { last_commit_ms: number }> = {};
     for (const [key, at] of this.#lastCommit) checkpoints[key] = { last_commit_ms: at };
-    return { running: this.#running, lanes, checkpoints, abandoned_keys: this.#run?.abandoned.keys ?? [] };
+    const resumes: Record<string, ResumeReport> = {};
+    for (const [route, reconciler] of this.#run?.reconcilers ?? []) resumes[route] = reconciler.report();
+    return {
+      running: this.#running,
+      lanes,
+      checkpoints,
+      abandoned_keys: this.#run?.abandoned.keys ?? [],
+      resumes,
+    };
   }
 
   /**

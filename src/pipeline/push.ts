@@ -20,6 +20,8 @@ import type { DeadLetterSink } from "./dead-letters.ts";
 import { countDropped } from "./drops.ts";
 import { PUSH_RETRIED, PUSH_SUCCESS, type PipelineMetrics } from "./metrics.ts";
 import { isAbortFrom } from "./abort.ts";
+import type { Reconciler } from "./reconcile.ts";
+import type { RefusalLog } from "./refusal-log.ts";
 
 const BACKOFF_BASE_MS = 1000;
 const BACKOFF_CAP_MS = 30_000;
@@ -47,10 +49,15 @@ export interface PushDeps {
   onAttempt?: () => void;
   /** Where entries refused for good are kept; none: they are only counted and logged. */
   deadLetters?: DeadLetterSink;
+  /** Logs what was refused, one line per batch and reason, rate-limited. */
+  refusals: RefusalLog;
+  /** Asks Loki whether entries refused as too far behind are stored anyway; none: they are refusals. */
+  reconciler?: Pick<Reconciler, "holdsAnyway">;
 }
 
 /** A budget drop is the operator's choice (`budget_action: drop`), not Loki's refusal: never kept. */
 const BUDGET = "budget";
+const TOO_FAR_BEHIND = "too_far_behind";
 
 export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<PushOutcome> {
   const { sink, clock, metrics, logger } = deps;
@@ -60,19 +67,21 @@ export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<Pu
   // What to keep once the batch is settled for good (delivered, or refused whole); an abandoned batch
   // keeps nothing: its entries are read again, refused again and kept then.
   const refused: DroppedEntries[] = [];
+  // Refused as too far behind: maybe a re-send of what Loki holds. Decided by a lookup at the end.
+  const behind: LogEntry[] = [];
+  const verify = deps.reconciler !== undefined;
   const countOnce = (group: DroppedEntries): void => {
     const fresh = group.entries.filter((e) => !counted.has(e));
     if (fresh.length === 0) return;
     for (const e of fresh) counted.add(e);
+    if (verify && group.reason === TOO_FAR_BEHIND) {
+      behind.push(...fresh);
+      return;
+    }
     countDropped(metrics.dropped, fresh, group.reason);
     // A budget drop is the operator's choice (budget_action: drop); the governor logs it, rate-limited.
     if (group.reason === BUDGET) return;
     refused.push({ entries: fresh, reason: group.reason, ...(group.detail ? { detail: group.detail } : {}) });
-    logger.error(
-      { entries: fresh.length, reason: group.reason, detail: group.detail },
-      `Loki refuses some entries of a batch for good; they are ${deps.deadLetters ? "dead-lettered" : "dropped"} ` +
-        "and the rest is delivered: see the reason and detail, and match sink.loki.limits to the Loki's limits_config",
-    );
   };
   // Entries Loki stored while the rest of an attempt stayed open: a retry does not send them again.
   const landed = new Set<LogEntry>();
@@ -123,16 +132,13 @@ export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<Pu
     if (deps.cancelled.aborted) return "abandoned";
     if (err instanceof PermanentSinkError) {
       batch.failingSince = undefined;
-      const rest = batch.pushView.filter((e) => !counted.has(e));
+      const rest = batch.pushView.filter((e) => !counted.has(e) && !landed.has(e));
       countDropped(metrics.dropped, rest, err.reason);
-      const keeping = deps.deadLetters !== undefined && err.reason !== BUDGET;
-      logger.error(
-        { entries: batch.pushView.length, reason: err.reason, err: err.message },
-        `Loki refused a batch for good; its entries are ${keeping ? "dead-lettered" : "dropped"} and the ` +
-          "checkpoint moves on: check line sizes and labels against the Loki limits",
-      );
-      if (keeping && rest.length > 0)
+      // A budget drop is the operator's choice (budget_action: drop): counted, never kept.
+      if (err.reason !== BUDGET && rest.length > 0)
         refused.push({ entries: rest, reason: err.reason, detail: err.message });
+      if (!(await settleBehind(behind, refused, deps))) return "abandoned";
+      tellRefused(refused, deps);
       return (await keepRefused(refused, deps)) ? "dropped" : "abandoned";
     }
     if (err instanceof RetryableSinkError || isAbortFrom(err, deps.draining)) return "abandoned";
@@ -142,10 +148,50 @@ export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<Pu
   metrics.push.add(1, PUSH_SUCCESS);
   metrics.lastPushSuccess.set(clock.now() / 1000);
   for (const group of result.dropped) countOnce(group);
+  if (!(await settleBehind(behind, refused, deps))) return "abandoned";
+  tellRefused(refused, deps);
   // Torn down while keeping them: no commit past entries that may not have been kept.
   if (!(await keepRefused(refused, deps))) return "abandoned";
   if (logger.isLevelEnabled("debug")) logger.debug({ entries: batch.pushView.length }, "pushed batch");
   return "delivered";
+}
+
+/**
+ * Entries refused as too far behind that Loki holds anyway were a re-send of stored ones: delivered,
+ * not dead letters. The rest are refusals like any other. False when the run was torn down meanwhile.
+ */
+async function settleBehind(behind: LogEntry[], refused: DroppedEntries[], deps: PushDeps): Promise<boolean> {
+  if (behind.length === 0) return true;
+  let held: ReadonlySet<LogEntry>;
+  try {
+    held = (await deps.reconciler?.holdsAnyway(behind, deps.cancelled)) ?? new Set<LogEntry>();
+  } catch (err) {
+    if (deps.cancelled.aborted) return false;
+    throw err;
+  }
+  const lost = held.size === 0 ? behind : behind.filter((e) => !held.has(e));
+  if (lost.length === 0) return true;
+  countDropped(deps.metrics.dropped, lost, TOO_FAR_BEHIND);
+  refused.push({
+    entries: lost,
+    reason: TOO_FAR_BEHIND,
+    detail:
+      "entry too far behind: Loki holds newer entries of its stream than max_chunk_age/2 ahead of it, " +
+      "and a lookup did not find it stored",
+  });
+  return true;
+}
+
+/** One line per reason for this batch (rate-limited across batches by the lane's RefusalLog). */
+function tellRefused(refused: readonly DroppedEntries[], deps: PushDeps): void {
+  const byReason = new Map<string, { entries: number; example: string | undefined }>();
+  for (const group of refused) {
+    const seen = byReason.get(group.reason);
+    if (seen) seen.entries += group.entries.length;
+    else byReason.set(group.reason, { entries: group.entries.length, example: group.detail });
+  }
+  for (const [reason, { entries, example }] of byReason)
+    deps.refusals.refused(reason, entries, example, deps.deadLetters !== undefined);
 }
 
 /** What a retry sends: the batch less what landed or was refused for good in earlier attempts. */

@@ -5,7 +5,7 @@
 // for tasks to wind down; a source or sink that ignores cancellation cannot hang the run.
 import type { Labels } from "../model.ts";
 import type { Logger } from "../obs/logger.ts";
-import type { Sink } from "../sinks/sink.ts";
+import type { Sink, StoredLookup } from "../sinks/sink.ts";
 import { laneOf, type LaneName, type Source } from "../sources/source.ts";
 import type { CheckpointStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";
@@ -18,6 +18,9 @@ import { Lane } from "./lane.ts";
 import type { DeadLetterSink } from "./dead-letters.ts";
 import type { PipelineMetrics } from "./metrics.ts";
 import { Producer } from "./producer.ts";
+import { Reconciler, type ReconcileSettings } from "./reconcile.ts";
+import type { ReconcileMetrics } from "./reconcile-metrics.ts";
+import type { RefusalLog } from "./refusal-log.ts";
 import { Progress, type ProgressReport } from "./progress.ts";
 import type { BatchSettings } from "./settings.ts";
 
@@ -36,6 +39,7 @@ export interface RunRoute {
   name: string;
   sources: readonly Source[];
   sink: Sink;
+  lookup?: StoredLookup;
 }
 
 export interface RunDeps {
@@ -46,6 +50,9 @@ export interface RunDeps {
   clock: Clock;
   logger: Logger;
   metrics: PipelineMetrics;
+  reconcileMetrics: ReconcileMetrics;
+  reconcile: ReconcileSettings;
+  refusals: RefusalLog;
   staticLabels: Labels;
   onCommitted: (commits: ReadonlyMap<string, string>) => void;
   deadLetters?: DeadLetterSink;
@@ -54,6 +61,8 @@ export interface RunDeps {
 export class PipelineRun {
   /** By lane key: `streaming`, `bulk`, and `<lane>@<route>` for each further route. */
   readonly lanes = new Map<string, Lane>();
+  /** By route name: this run's resume, one per destination (its lanes share the lookup budget). */
+  readonly reconcilers = new Map<string, Reconciler>();
   readonly abandoned: AbandonedKeys;
   readonly #progress: Progress;
   readonly #deps: RunDeps;
@@ -140,9 +149,11 @@ export class PipelineRun {
     const { settings, clock, store, metrics, onCommitted, deadLetters } = this.#deps;
     const sink = route.sink;
     const logger = this.#deps.logger.child({ lane: key });
+    const reconciler = this.#reconciler(route);
     lane = new Lane(name, {
       settings,
       clock,
+      reconciler,
       push: {
         sink,
         clock,
@@ -151,6 +162,8 @@ export class PipelineRun {
         draining,
         cancelled: this.#cancel.signal,
         onAttempt: this.#progress.progressed,
+        refusals: this.#deps.refusals,
+        reconciler,
         ...(deadLetters ? { deadLetters } : {}),
       },
       commit: {
@@ -175,6 +188,23 @@ export class PipelineRun {
     });
     this.lanes.set(key, lane);
     return lane;
+  }
+
+  /** The route's resume: every run starts from checkpoints some earlier run committed. */
+  #reconciler(route: RunRoute): Reconciler {
+    let reconciler = this.reconcilers.get(route.name);
+    if (reconciler) return reconciler;
+    const { settings, clock, logger, reconcileMetrics, reconcile } = this.#deps;
+    reconciler = new Reconciler({
+      lookup: route.lookup,
+      settings: reconcile,
+      perKeyBound: settings.max_uncommitted * settings.max_entries,
+      clock,
+      logger: route.name === "" ? logger : logger.child({ destination: route.name }),
+      metrics: reconcileMetrics,
+    });
+    this.reconcilers.set(route.name, reconciler);
+    return reconciler;
   }
 
   #track(task: Promise<unknown>): void {

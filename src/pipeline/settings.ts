@@ -22,6 +22,11 @@ export interface BatchSettings {
    * checkpoint write): what a crash can re-deliver. At least max_in_flight.
    */
   max_uncommitted: number;
+  /**
+   * Loki's out-of-order window (its ingester's max_chunk_age / 2): no batch of a stream is pushed
+   * further than this ahead of an earlier one still unanswered. 0 turns it off.
+   */
+  out_of_order_window_ms: number;
 }
 
 export const DEFAULT_BATCH_SETTINGS: Readonly<BatchSettings> = {
@@ -33,6 +38,7 @@ export const DEFAULT_BATCH_SETTINGS: Readonly<BatchSettings> = {
   queue_max_bytes: 268_435_456,
   max_in_flight: 4,
   max_uncommitted: 16,
+  out_of_order_window_ms: 3_600_000,
 };
 
 /** `service.shutdown_grace`: how long a stopped run may drain before it is force-cancelled. */
@@ -65,7 +71,12 @@ export function validateBatchSettings(s: BatchSettings): BatchSettings {
       throw new ConfigError(`sink.loki.batch.${key} is ${s[key]}; set it to a whole number of at least 1.`);
     }
   }
-  const nonNegative = ["flush_interval_ms", "max_line_bytes", "queue_max_bytes"] as const;
+  const nonNegative = [
+    "flush_interval_ms",
+    "max_line_bytes",
+    "queue_max_bytes",
+    "out_of_order_window_ms",
+  ] as const;
   for (const key of nonNegative) {
     if (!Number.isFinite(s[key]) || s[key] < 0) {
       throw new ConfigError(`sink.loki.batch.${key} is ${s[key]}; set it to 0 or more.`);
@@ -74,4 +85,20 @@ export function validateBatchSettings(s: BatchSettings): BatchSettings {
   const problem = uncommittedProblem(s);
   if (problem !== undefined) throw new ConfigError(`sink.loki.batch.max_uncommitted ${problem}.`);
   return s;
+}
+
+/** The pipeline's slice of a `sink.loki` config block (durations already in ms). */
+export interface LokiBatchConfig {
+  batch: Omit<BatchSettings, "flush_interval_ms" | "out_of_order_window_ms"> & { flush_interval: number };
+  limits: { max_chunk_age: number };
+}
+
+/** BatchSettings from `sink.loki`: Loki's out-of-order window is half its max_chunk_age. */
+export function batchSettingsOf(loki: LokiBatchConfig): BatchSettings {
+  const { flush_interval, ...batch } = loki.batch;
+  return {
+    ...batch,
+    flush_interval_ms: flush_interval,
+    out_of_order_window_ms: loki.limits.max_chunk_age / 2,
+  };
 }

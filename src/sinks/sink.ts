@@ -67,3 +67,32 @@ export class PermanentSinkError extends Sf2LokiError {
     this.reason = reason;
   }
 }
+
+/** What a lookup found: the entries Loki holds, and the read requests it took to find out. */
+export interface StoredAnswer {
+  readonly stored: ReadonlySet<LogEntry>;
+  readonly queries: number;
+}
+
+/**
+ * Loki's read path, asked before a re-read entry is pushed again (#27): a copy Loki already holds is
+ * not sent twice. A sink that can answer implements it beside `Sink`; the pipeline knows only this.
+ */
+export interface StoredLookup {
+  /**
+   * Of `entries`, those Loki holds: the same stream, timestamp and line. Throws StoredLookupError
+   * when the read path cannot answer; the caller then pushes them anyway (at-least-once).
+   */
+  stored(entries: readonly LogEntry[], signal: AbortSignal): Promise<StoredAnswer>;
+}
+
+/** The read path did not answer; `reason` is low-cardinality (`refused`, `unreachable`, `timeout`, `unreadable`). */
+export class StoredLookupError extends Sf2LokiError {
+  readonly reason: string;
+  readonly queries: number;
+  constructor(message: string, reason: string, queries: number, options?: { cause?: unknown }) {
+    super("SF2LOKI_LOOKUP_FAILED", message, options);
+    this.reason = reason;
+    this.queries = queries;
+  }
+}

@@ -43,6 +43,11 @@ const PROCESS_WIDE = new Set([
   "sf2loki_deadletter_write_failures_total",
   "sf2loki_deadletter_held_entries",
   "sf2loki_deadletter_held_bytes",
+  // Reconcile on resume runs per Loki destination, which several orgs may share (#27).
+  "sf2loki_reconcile_entries_skipped_total",
+  "sf2loki_reconcile_queries_total",
+  "sf2loki_reconcile_resumes_total",
+  "sf2loki_reconcile_seconds_total",
 ]);
 
 interface Series {

@@ -192,9 +192,11 @@ test("5xx, throttling and a connection cut mid-CSV: contained, and the next run 
   assert.equal(first.apexlog!.delivered, 40, "ApexLog stops before the failing body (#93)");
 
   await runOnce(config);
-  // Re-shipped: the cut file's rows that arrived before the cut, never more than that file.
+  // The cut file's rows that arrived before the cut are read again, found in Loki by the resume's
+  // lookups (a re-read ELF row serialises byte for byte as its first push did) and not sent twice.
   assertComplete(world, 3_000);
-  assert.equal(world.pollingStats()["eventlogfile:API"]!.duplicates, api.delivered - 3_000);
+  assert.equal(world.pollingStats()["eventlogfile:API"]!.duplicates, 0);
+  assert.ok(api.delivered > 3_000, "the second run re-read rows the first had delivered");
 });
 
 test("two orgs in one process: per-org keys and labels, each org's data complete, limits polled per org", async (t) => {

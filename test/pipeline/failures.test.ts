@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ChannelSource, MemoryStore, ScriptedSource, entry, settle, waitUntil } from "../support/fakes.ts";
+import { pino } from "pino";
 import { Pipeline } from "../../src/pipeline/pipeline.ts";
 import { DEFAULT_BATCH_SETTINGS } from "../../src/pipeline/settings.ts";
 import { RetryableSinkError, type Sink } from "../../src/sinks/sink.ts";
@@ -237,4 +238,34 @@ test("an AbortError a source throws after stop is a normal end", async () => {
   const stop = new AbortController();
   stop.abort();
   await h.pipeline.run(stop.signal);
+});
+
+test("a batch refused entry by entry logs one line per reason, and repeats within a minute are folded into the next", async () => {
+  const batches = [0, 1, 2].map((b) => [1, 2, 3, 4, 5].map((n) => entry(KEY, `${b}${n}`)));
+  const clock = new ManualClock({ auto: true });
+  let call = 0;
+  const sink: Sink = {
+    push: (batch, _signal, onDropped) => {
+      // Loki names each entry with its own words (its timestamp in them): one group per entry.
+      for (const e of batch)
+        onDropped?.({ entries: [e], reason: "too_old", detail: `too old: ${e.timestampNs}` });
+      if (++call === 3) clock.advance(61_000);
+      return Promise.resolve({ dropped: [] });
+    },
+    close: () => Promise.resolve(),
+  };
+  const logs: { level: number; msg: string; entries?: number; since_last_line?: unknown }[] = [];
+  const pipeline = new Pipeline({
+    sources: [new ScriptedSource("eventlogfile", batches.flat())],
+    sink,
+    store: new MemoryStore(),
+    batch: { ...DEFAULT_BATCH_SETTINGS, max_entries: 5, max_in_flight: 1, max_uncommitted: 1 },
+    clock,
+    logger: pino({ level: "info" }, { write: (l: string) => logs.push(JSON.parse(l) as never) }),
+  });
+  await pipeline.run(new AbortController().signal);
+  const errors = logs.filter((l) => l.level === 50);
+  assert.equal(errors.length, 2, "the first batch's line, then one after the minute (not 15 lines)");
+  assert.equal(errors[0]!.entries, 5);
+  assert.deepEqual(errors[1]!.since_last_line, { batches: 1, entries: 5 });
 });

@@ -23,6 +23,11 @@ export interface LokiLimits {
   max_label_names_per_series: number;
   max_label_name_length: number;
   max_label_value_length: number;
+  /**
+   * The ingester's max_chunk_age in ms (0: none): a stream refuses an entry more than half of it
+   * behind its newest one. Not a distributor check; the pipeline orders its pushes by it (#27).
+   */
+  max_chunk_age: number;
 }
 
 export const LOKI_DEFAULT_LIMITS: Readonly<LokiLimits> = {
@@ -37,6 +42,7 @@ export const LOKI_DEFAULT_LIMITS: Readonly<LokiLimits> = {
   max_label_names_per_series: 15,
   max_label_name_length: 1024,
   max_label_value_length: 2048,
+  max_chunk_age: 2 * 3_600_000,
 };
 
 /**

@@ -18,6 +18,8 @@ export interface LokiSinkSettings {
   batch: { max_line_bytes: number };
   /** Loki's `limits_config` as the operator runs it; absent means Loki's defaults. */
   limits?: LokiLimits;
+  /** `sink.loki.reconcile`: whether (and where) the sink answers lookups of what Loki holds. */
+  reconcile?: { enabled: boolean; query_url?: string | null | undefined };
 }
 
 /** The wire format actually used, after resolving the compression setting against the encoding. */

@@ -22,7 +22,14 @@ import { guardStaticLabels, renderLabels } from "./labels.ts";
 import { capLines } from "./line-cap.ts";
 import { createLokiSinkMetrics, type LokiSinkMetrics } from "./metrics.ts";
 import { encodeRequest } from "./request.ts";
-import { LokiRejectedError, LokiService, createLokiPool, type LokiDeadlines } from "./service.ts";
+import {
+  LokiRejectedError,
+  LokiService,
+  createLokiPool,
+  LOKI_DEADLINES,
+  type LokiDeadlines,
+} from "./service.ts";
+import { LokiLookup, queryBaseOf } from "./lookup.ts";
 import { wireFormatOf, type LokiSinkSettings, type WireFormat } from "./settings.ts";
 
 export interface LokiSinkDeps {
@@ -60,6 +67,10 @@ function parsePushUrl(raw: string, key: string): URL {
 
 const CLOSE_BUDGET_MS = 5_000;
 
+function present(value: string | null | undefined): string | undefined {
+  return value === undefined || value === null || value.trim() === "" ? undefined : value;
+}
+
 /**
  * Extra requests one batch may spend re-pushing what Loki's answer left open. Loki's own answers
  * are read per entry and need none; this bounds the bisection of unreadable ones (a proxy's page,
@@ -89,6 +100,8 @@ export class LokiSink implements Sink {
   readonly #logger: Logger;
   readonly #ownedPool: Pool | undefined;
   readonly #clock: Clock;
+  /** Answers what Loki already holds (`sink.loki.reconcile`), with this sink's tenant and credentials. */
+  readonly lookup: LokiLookup | undefined;
 
   constructor(settings: LokiSinkSettings, deps: LokiSinkDeps = {}) {
     guardStaticLabels(settings.labels);
@@ -121,6 +134,15 @@ export class LokiSink implements Sink {
       bytesPushed: this.#metrics.bytesPushed,
       ...(deps.deadlines ? { deadlines: deps.deadlines } : {}),
     });
+    const reconcile = settings.reconcile;
+    this.lookup = reconcile?.enabled
+      ? new LokiLookup({
+          base: present(reconcile.query_url) ?? queryBaseOf(url.href),
+          authHeaders: headers,
+          maxLineBytes: this.#maxLineBytes,
+          deadlines: deps.deadlines ?? LOKI_DEADLINES,
+        })
+      : undefined;
   }
 
   async push(
@@ -233,6 +255,7 @@ export class LokiSink implements Sink {
 
   /** Lets in-flight requests finish for up to 5 s, then tears the connections down. */
   async close(): Promise<void> {
+    await this.lookup?.close();
     const pool = this.#ownedPool;
     if (!pool || pool.closed) return;
     const timer = new AbortController();

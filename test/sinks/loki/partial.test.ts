@@ -15,6 +15,7 @@ import { startLokiReceiver, type LokiReceiver, type LokiReceiverOptions } from "
 import { PendingBatch } from "../../../src/pipeline/batch.ts";
 import { PipelineMetrics } from "../../../src/pipeline/metrics.ts";
 import { pushBatch } from "../../../src/pipeline/push.ts";
+import { RefusalLog } from "../../../src/pipeline/refusal-log.ts";
 import { DeadLetterKeeper } from "../../../src/deadletter/keeper.ts";
 import { FileDeadLetterStore } from "../../../src/deadletter/file-store.ts";
 import { join } from "node:path";
@@ -333,6 +334,7 @@ for (const local of [true, false]) {
       clock,
       metrics,
       logger: silentLogger,
+      refusals: new RefusalLog(silentLogger, clock),
       draining: draining.signal,
       cancelled: cancelled.signal,
     });
@@ -373,6 +375,7 @@ for (const local of [false, true]) {
         sink,
         clock,
         metrics,
+        refusals: new RefusalLog(silentLogger, clock),
         logger: silentLogger,
         draining: never,
         cancelled: never,
