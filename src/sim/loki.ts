@@ -8,6 +8,7 @@ import { BodyDecodeError, decodePushBody } from "./loki-decode.ts";
 import { LokiFaults } from "./loki-faults.ts";
 import { defaultIngestLimits, ingest } from "./loki-ingest.ts";
 import { queryRange } from "./loki-query.ts";
+import { TenantRateLimiter, type IngestionRateLimit } from "./loki-rate-limit.ts";
 import {
   AcceptedStore,
   type AcceptedEntry,
@@ -47,6 +48,10 @@ export interface LokiReceiverOptions {
   maxStructuredMetadataEntries?: number;
   /** Entries an out-of-order report lists (Loki's `-ingester.max-ignored-stream-errors`, 10). */
   maxIgnoredStreamErrors?: number;
+  /** A tenant's ingestion limit (Loki's `ingestion_rate_mb`, `ingestion_burst_size_mb`); off by default. */
+  ingestionRate?: IngestionRateLimit;
+  /** The rate limiter's clock, ms; performance.now by default (tests inject theirs). */
+  rateNowMs?: () => number;
   /** Loki's clock for the age checks, ms since the epoch; Date.now by default. */
   now?: () => number;
   /** Waits used for latency injection; real timers by default (benchmarks want real latency). */
@@ -79,6 +84,8 @@ export interface ReceiverCounts {
   rejected: number;
   /** Requests answered with a forced failure. */
   forcedFailures: number;
+  /** Requests refused whole for the tenant's ingestion rate (429). */
+  rateLimited: number;
 }
 
 export interface LokiReceiver {
@@ -141,12 +148,16 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
   const store = new AcceptedStore(opts.retain, { trackNewest: opts.outOfOrderWindowMs !== undefined });
   const faults = new LokiFaults();
   const requests: PushRecord[] = [];
-  const counts = { requests: 0, connections: 0, rejected: 0, forcedFailures: 0 };
+  const counts = { requests: 0, connections: 0, rejected: 0, forcedFailures: 0, rateLimited: 0 };
 
   const record = (r: PushRecord): void => {
     requests.push(r);
     if (requests.length > keepRequests) requests.shift();
   };
+
+  const rateLimiter = opts.ingestionRate
+    ? new TenantRateLimiter(opts.ingestionRate, opts.rateNowMs ?? (() => performance.now()))
+    : undefined;
 
   async function handlePush(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req);
@@ -171,6 +182,13 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
         req.headers["content-encoding"],
         maxBodyBytes,
       );
+      const limited = rateLimiter?.refusal(tenant, streams);
+      if (limited !== undefined) {
+        counts.rateLimited++;
+        record({ ...base, status: 429, accepted: 0, rejected: 0 });
+        send(res, 429, `${limited}\n`);
+        return;
+      }
       const loki = defaultIngestLimits((opts.now ?? Date.now)(), tenant);
       result = ingest(streams, store, {
         ...loki,
@@ -266,7 +284,7 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
       store.clear();
       faults.clear();
       requests.length = 0;
-      Object.assign(counts, { requests: 0, rejected: 0, forcedFailures: 0 });
+      Object.assign(counts, { requests: 0, rejected: 0, forcedFailures: 0, rateLimited: 0 });
     },
     async stop() {
       faults.clear();
