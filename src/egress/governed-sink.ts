@@ -14,7 +14,7 @@ import type { Clock } from "../util/clock.ts";
 import { BUDGET_KEY, DailyBudget } from "./budget.ts";
 import { BudgetCommittingStore } from "./budget-store.ts";
 import { EgressMetrics } from "./metrics.ts";
-import { RateGate, type EgressLane } from "./rate-gate.ts";
+import { RateGate, laneOfBatch, type EgressLane } from "./rate-gate.ts";
 
 export interface EgressSettings {
   max_lines_per_second: number;
@@ -51,11 +51,6 @@ const DROP_WARN_EVERY_MS = 60_000;
 /** Any limit set: only then is the governor built. */
 export function egressConfigured(e: EgressSettings): boolean {
   return e.max_lines_per_second > 0 || e.max_bytes_per_second > 0 || e.daily_byte_budget > 0;
-}
-
-/** The sources' lane rule (pipeline laneOf) read off a batch: Pub/Sub entries are the streaming lane. */
-function laneOfBatch(batch: Batch): EgressLane {
-  return batch[0]?.labels.source === "pubsub" ? "streaming" : "bulk";
 }
 
 export class GovernedSink implements Sink {

@@ -14,10 +14,15 @@ interface Waiter {
   readonly bytes: number;
 }
 
+/** The sources' lane rule (pipeline laneOf) read off a batch: Pub/Sub entries are the streaming lane. */
+export function laneOfBatch(batch: readonly { labels: { source?: string } }[]): EgressLane {
+  return batch[0]?.labels.source === "pubsub" ? "streaming" : "bulk";
+}
+
 export class RateGate {
   readonly #clock: Clock;
   readonly #lines: TokenBucket | undefined;
-  readonly #bytes: TokenBucket | undefined;
+  #bytes: TokenBucket | undefined;
   readonly #queues: Record<EgressLane, Waiter[]> = { streaming: [], bulk: [] };
   readonly #changed = new Waiters();
   /** Aborted to cut the head's sleep short when a streaming push arrives behind a bulk head. */
@@ -28,6 +33,17 @@ export class RateGate {
     this.#clock = clock;
     this.#lines = caps.linesPerSecond > 0 ? new TokenBucket(caps.linesPerSecond, clock) : undefined;
     this.#bytes = caps.bytesPerSecond > 0 ? new TokenBucket(caps.bytesPerSecond, clock) : undefined;
+  }
+
+  /**
+   * A new bytes cap from now on (0: off), for a cap learned at run time (Loki's stated tenant limit).
+   * `empty` starts it with no tokens: the far side just said its own bucket is spent.
+   */
+  setBytesPerSecond(rate: number, empty: boolean): void {
+    const bucket = rate > 0 ? new TokenBucket(rate, this.#clock) : undefined;
+    if (bucket && empty) bucket.take(bucket.tokens);
+    this.#bytes = bucket;
+    this.#wake();
   }
 
   get waiting(): number {

@@ -122,7 +122,7 @@ export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<Pu
             logger.warn(
               { entries: batch.pushView.length, attempt, retry_in_ms: delayMs, err: describeError(err) },
               "Loki push failed; retrying with backoff and holding this lane's checkpoints until it " +
-                "succeeds: check that Loki is reachable and accepts the credentials",
+                `succeeds: ${retryHint(err)}`,
             );
           }
         },
@@ -213,4 +213,12 @@ async function keepRefused(refused: readonly DroppedEntries[], deps: PushDeps): 
     );
   }
   return !deps.cancelled.aborted;
+}
+
+/** What to check for a push that keeps failing: a 429 is a Loki limit to raise, not an outage. */
+function retryHint(err: unknown): string {
+  return err instanceof Error && /HTTP 429/.test(err.message)
+    ? "Loki is limiting this tenant or stream (HTTP 429); raise the limit its answer names " +
+        "(per_stream_rate_limit, ingestion_rate_mb) or lower sink.loki.egress.max_bytes_per_second"
+    : "check that Loki is reachable and accepts the credentials";
 }

@@ -23,6 +23,10 @@ const PROCESS_WIDE = new Set([
   "sf2loki_loki_push_total",
   "sf2loki_loki_push_duration_seconds",
   "sf2loki_loki_bytes_pushed_total",
+  // Per Loki destination, by its tenant: a destination may serve several orgs.
+  "sf2loki_loki_rate_limited_responses_total",
+  "sf2loki_loki_rate_limited_seconds_total",
+  "sf2loki_loki_ingestion_limit_bytes_per_second",
   "sf2loki_last_push_success_timestamp_seconds",
   "sf2loki_lines_truncated_total",
   // The checkpoint store and the leadership watchdog serve every org at once.

@@ -33,6 +33,21 @@ test("retryable failures back off 1 s doubling to a 30 s cap, forever, then deli
   );
 });
 
+test("a push Loki keeps limiting (429) is warned about as a limit to raise, not as an unreachable Loki", async () => {
+  const clock = new ManualClock({ auto: true });
+  const h = harness([new ScriptedSource("eventlogfile", [entry(KEY, "1")])], { clock });
+  const perStream =
+    "Loki push to http://loki/loki/api/v1/push failed after 5 attempts (last: HTTP 429: Per stream rate " +
+    "limit exceeded (limit: 3MB/sec) while attempting to ingest for stream '{a=\"b\"}' totaling 4MB)";
+  h.sink.script({ error: new RetryableSinkError(perStream) }, { retryable: undefined });
+  await h.pipeline.run(new AbortController().signal);
+  const warns = h.logs.filter((l) => l.level === 40 && l.msg.startsWith("Loki push failed"));
+  assert.equal(warns.length, 1);
+  assert.match(warns[0]!.msg, /limiting this tenant or stream \(HTTP 429\).*per_stream_rate_limit/);
+  assert.doesNotMatch(warns[0]!.msg, /reachable/);
+  assert.equal(h.store.doc.get(KEY), "1");
+});
+
 test("a 429's retryAfterMs is honoured, capped at 60 s", async () => {
   const h = stalledStream({ batch: { max_entries: 1 } });
   const { src, stop, running } = h;

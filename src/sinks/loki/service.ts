@@ -11,6 +11,7 @@ import { AuthFailureLog } from "./auth-failures.ts";
 import { MAX_ATTEMPTS, lokiRetryPolicy, parseRetryAfter } from "./retry-policy.ts";
 import type { EncodedRequest } from "./request.ts";
 import { exchange, type Exchanged } from "./exchange.ts";
+import { LokiRateLimitedError, parseRateLimited } from "./rate-limited.ts";
 
 /**
  * Every push ends: a connection opens within `connectMs`; the response headers arrive within
@@ -106,7 +107,8 @@ export class LokiService {
 
   /**
    * Sends one body, retrying transient failures up to 5 attempts. Resolves on 2xx; throws
-   * LokiRejectedError (400/413) or RetryableSinkError (everything else that is not a success).
+   * LokiRejectedError (400/413), LokiRateLimitedError (a 429 naming the tenant's ingestion limit, not
+   * retried here) or RetryableSinkError (everything else that is not a success).
    */
   async send(request: EncodedRequest, signal?: AbortSignal): Promise<void> {
     try {
@@ -177,6 +179,10 @@ export class LokiService {
     }
     if (status === 400 || status === 413) throw new LokiRejectedError(status, text);
     const detail = collapse(text);
+    const notice = status === 429 ? parseRateLimited(text) : undefined;
+    // Retrying the same body at this tenant's limit can fail forever (a body above its burst): the
+    // sink splits and paces instead of backing off blind.
+    if (notice) throw new LokiRateLimitedError(this.#opts.where, notice, detail);
     if (status === 429 || status >= 500) {
       throw new TransientAttemptError(
         `HTTP ${status}: ${detail}`,

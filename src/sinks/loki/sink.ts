@@ -30,6 +30,8 @@ import {
   type LokiDeadlines,
 } from "./service.ts";
 import { LokiLookup, queryBaseOf } from "./lookup.ts";
+import { LokiRateLimitedError } from "./rate-limited.ts";
+import { TenantPacer } from "./tenant-pacer.ts";
 import { wireFormatOf, type LokiSinkSettings, type WireFormat } from "./settings.ts";
 
 export interface LokiSinkDeps {
@@ -100,6 +102,8 @@ export class LokiSink implements Sink {
   readonly #logger: Logger;
   readonly #ownedPool: Pool | undefined;
   readonly #clock: Clock;
+  /** Splits and paces pushes once Loki names the tenant's ingestion limit in a 429. */
+  readonly #pacer: TenantPacer;
   /** Answers what Loki already holds (`sink.loki.reconcile`), with this sink's tenant and credentials. */
   readonly lookup: LokiLookup | undefined;
 
@@ -133,6 +137,14 @@ export class LokiSink implements Sink {
       logger: this.#logger,
       bytesPushed: this.#metrics.bytesPushed,
       ...(deps.deadlines ? { deadlines: deps.deadlines } : {}),
+    });
+    this.#pacer = new TenantPacer({
+      clock: this.#clock,
+      logger: this.#logger,
+      meter: deps.meter ?? metrics.getMeter("sf2loki"),
+      where: `${url.origin}${url.pathname}`,
+      configKey: key,
+      tenant: present(settings.tenant_id),
     });
     const reconcile = settings.reconcile;
     this.lookup = reconcile?.enabled
@@ -188,6 +200,14 @@ export class LokiSink implements Sink {
     let budget = ctx.budget;
     while (queue.length > 0) {
       const { part, cause } = queue.shift()!;
+      const chunks = this.#pacer.split(part);
+      if (chunks) {
+        // Above what this tenant's limit lets through in one request: sent in order, in pieces, each
+        // still carrying the refusal it is being isolated for.
+        queue.unshift(...chunks.map((chunk) => ({ part: chunk, cause })));
+        if (cause) budget += chunks.length - 1;
+        continue;
+      }
       if (cause) {
         if (budget <= 0) {
           const reason = rejectionReason(cause.status);
@@ -199,12 +219,22 @@ export class LokiSink implements Sink {
         }
         budget--;
       }
+      await this.#pacer.pace(part, ctx.signal);
       const request = await encodeRequest(part, this.#format);
       try {
         await this.#service.send(request, ctx.signal);
+        this.#pacer.landed(part);
         if (part !== entries) ctx.onLanded?.(part);
         continue;
       } catch (err) {
+        if (err instanceof LokiRateLimitedError) {
+          // Not an outage and not this part's fault: learn the limit, then the part goes again
+          // (smaller, and once the tenant's bucket has refilled). Nothing of it was stored.
+          this.#pacer.limited(err.notice, part);
+          queue.unshift({ part, cause });
+          if (cause) budget++;
+          continue;
+        }
         if (!(err instanceof LokiRejectedError)) throw err;
         const open = this.#settle(part, err, ctx);
         if (open.length === 0) continue;
