@@ -6,7 +6,7 @@ import { once } from "node:events";
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
-import { after, before, test, type TestContext } from "node:test";
+import { test, type TestContext } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
 import { stringify } from "yaml";
 import { LogEntry } from "../../src/model.ts";
@@ -20,15 +20,10 @@ import { mkdirSync, openSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { MemoryStore, ScriptedSource } from "../support/fakes.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";
-import {
-  nowNs,
-  realLokiMissing,
-  startRealLoki,
-  type LokiReader,
-  type RealLoki,
-} from "./support/real-loki.ts";
+import { nowNs, realLokiForFile, type LokiReader } from "./support/real-loki.ts";
 
-const missing = realLokiMissing();
+const shared = realLokiForFile();
+const missing = shared.missing;
 const RUNS = Number(process.env.LOKI_REAL_RUNS ?? "3");
 const DAY_NS = 86_400_000_000_000n;
 const HOUR_NS = 3_600_000_000_000n;
@@ -37,13 +32,6 @@ const BIN = new URL("../../bin/sf2loki.js", import.meta.url).pathname;
 /** The daemons' logs, kept after the run for a failure's diagnosis. */
 const LOG_DIR = process.env.LOKI_REAL_LOGS ?? join(tmpdir(), "sf2loki-loki-real-logs");
 mkdirSync(LOG_DIR, { recursive: true });
-let loki: RealLoki | undefined;
-before(async () => {
-  if (missing === undefined) loki = await startRealLoki();
-});
-after(async () => {
-  await loki?.stop();
-});
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -137,7 +125,7 @@ async function crashScenario(
   linesPerSecond = 0,
 ): Promise<CrashOutcome> {
   // A limit that does not make this case about 429s (#26 has its own): the default 4 MB/s would.
-  await loki!.setLimits({ [tenant]: { ingestion_rate_mb: 64, ingestion_burst_size_mb: 128 } });
+  await shared.loki.setLimits({ [tenant]: { ingestion_rate_mb: 64, ingestion_burst_size_mb: 128 } });
   const world = await startDemoWorld({ seed, eventsPerTopic: events });
   t.after(() => world.stop());
   const dir = tempDir();
@@ -148,7 +136,7 @@ async function crashScenario(
   };
   tree.sink.loki = {
     ...tree.sink.loki,
-    url: loki!.pushUrl,
+    url: shared.loki.pushUrl,
     tenant_id: tenant,
     egress: { max_lines_per_second: linesPerSecond },
   };
@@ -182,7 +170,7 @@ async function crashScenario(
   resumes.push(await resumeOf(port));
   last.kill("SIGTERM");
   await once(last, "exit");
-  const seen = await tally(loki!.reader(tenant));
+  const seen = await tally(shared.loki.reader(tenant));
   t.diagnostic(
     `resumes [queries, seconds, checked, skipped]: ${JSON.stringify(resumes.map((r) => r && [r.queries, r.seconds, r.entries_checked, r.entries_skipped]))}; ` +
       `per topic: ${JSON.stringify(seen)}`,
@@ -290,7 +278,7 @@ test(
   { skip: missing },
   async (t) => {
     const tenant = "sparse";
-    const proxy = await faultProxy(t, loki!.url);
+    const proxy = await faultProxy(t, shared.loki.url);
     proxy.failPushes = 6; // every attempt of the first push (5 in the sink), and its first pipeline retry
     const n = 600; // six batches, each spanning 99 minutes: more than Loki's hour
     const items = Array.from({ length: n }, (_, i) => sparse(i, n, "a"));
@@ -304,8 +292,8 @@ test(
       store,
       batch: { ...DEFAULT_BATCH_SETTINGS, max_entries: 100, flush_interval_ms: 50 },
     }).run(new AbortController().signal);
-    const reader = loki!.reader(tenant);
-    await loki!.flush();
+    const reader = shared.loki.reader(tenant);
+    await shared.loki.flush();
     const start = nowNs() - DAY_NS;
     const end = nowNs() + 60_000_000_000n;
     assert.equal(await reader.count('{event_type="Sparse"}', start, end), n);
@@ -319,7 +307,7 @@ test(
   { skip: missing },
   async (t) => {
     const tenant = "readless";
-    const proxy = await faultProxy(t, loki!.url);
+    const proxy = await faultProxy(t, shared.loki.url);
     proxy.refuseQueries = true;
     const n = 3000;
     const items = Array.from(
@@ -344,7 +332,7 @@ test(
       batch: { ...DEFAULT_BATCH_SETTINGS, max_entries: 100, flush_interval_ms: 50 },
     });
     await pipeline.run(new AbortController().signal);
-    const reader = loki!.reader(tenant);
+    const reader = shared.loki.reader(tenant);
     const start = nowNs() - DAY_NS;
     const end = nowNs() + 60_000_000_000n;
     assert.equal((await reader.entries('{event_type="Readless"}', start, end)).length, n, "nothing lost");

@@ -1,30 +1,24 @@
 // The happy path against a real Loki: the simulated org's Pub/Sub topics through the daemon, counted
 // back with LogQL per event type.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import { startDemoWorld } from "../../src/sim/demo-world.ts";
 import { runApp } from "../support/app.ts";
 import { tempDir } from "../support/tmp.ts";
-import { nowNs, realLokiMissing, startRealLoki, type RealLoki } from "./support/real-loki.ts";
+import { nowNs, realLokiForFile } from "./support/real-loki.ts";
 
-const missing = realLokiMissing();
-let loki: RealLoki | undefined;
-before(async () => {
-  if (missing === undefined) loki = await startRealLoki();
-});
-after(async () => {
-  await loki?.stop();
-});
+const shared = realLokiForFile();
+const missing = shared.missing;
 
 test("Pub/Sub topics land in a real Loki, each event counted once", { skip: missing }, async (t) => {
   const world = await startDemoWorld({ eventsPerTopic: 500 });
   t.after(() => world.stop());
   const tenant = "happy";
   const tree = world.config(`${tempDir()}/state.json`) as { sink: { loki: Record<string, unknown> } };
-  tree.sink.loki = { ...tree.sink.loki, url: loki!.pushUrl, tenant_id: tenant };
+  tree.sink.loki = { ...tree.sink.loki, url: shared.loki.pushUrl, tenant_id: tenant };
   const start = nowNs() - 7n * 86_400_000_000_000n;
   runApp(t, tree);
-  const reader = loki!.reader(tenant);
+  const reader = shared.loki.reader(tenant);
   let counts = new Map<string, number>();
   const want = 500 * 3;
   const deadline = Date.now() + 60_000;

@@ -3,6 +3,7 @@
 // `count()` is a metric query (every stored copy counts), `entries()` a paginated log query (copies
 // identical in timestamp and line collapse). Real sleeps are fine here: this tier is not the suite.
 import { execFile } from "node:child_process";
+import { after, before } from "node:test";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -19,6 +20,28 @@ export const LOKI_SH = process.env.SF2LOKI_LOKI_SH ?? resolve(REPO, "../shared/l
 /** Why the tier cannot run here, or undefined when it can. */
 export function realLokiMissing(): string | undefined {
   return existsSync(LOKI_SH) ? undefined : `no real Loki at ${LOKI_SH} (set SF2LOKI_LOKI_SH)`;
+}
+
+/**
+ * One real Loki for the calling test file: started before its first test and stopped after its last.
+ * `missing` is why the file skips (no Loki beside the repo); `loki` is the running one.
+ */
+export function realLokiForFile(): { readonly missing: string | undefined; readonly loki: RealLoki } {
+  const missing = realLokiMissing();
+  let running: RealLoki | undefined;
+  before(async () => {
+    if (missing === undefined) running = await startRealLoki();
+  });
+  after(async () => {
+    await running?.stop();
+  });
+  return {
+    missing,
+    get loki(): RealLoki {
+      if (!running) throw new Error(`no real Loki is running for this file: ${missing ?? "not started yet"}`);
+      return running;
+    },
+  };
 }
 
 export type TenantLimits = Record<string, string | number | boolean>;
