@@ -9,12 +9,21 @@ import { createLogger } from "../obs/logger.ts";
 import { EXIT_FAILURE, EXIT_OK, reportError, type CliIO } from "./exit.ts";
 import { VERSION } from "./version.ts";
 import { UsageError } from "./config-command.ts";
+import { demoOrgId, demoPushUrl, lokiReadBack, type LokiReadBack } from "./demo-loki.ts";
 
 interface DemoOptions {
   events: string;
   duration: string;
   seed: string;
   json?: boolean;
+  lokiUrl?: string;
+  tenantId?: string;
+}
+
+/** A Loki of the operator's own, instead of the built-in receiver. */
+interface OwnLoki {
+  pushUrl: string;
+  tenantId: string | undefined;
 }
 
 export function positiveInt(text: string, flag: string): number {
@@ -33,15 +42,32 @@ export function demoCommand(io: CliIO, setExit: (code: number) => void): Command
     .option("--duration <seconds>", "stop after this long even if not everything arrived", "30")
     .option("--seed <n>", "event generator seed", "1")
     .option("--json", "print the summary as JSON")
+    .option(
+      "--loki-url <url>",
+      "push into this Loki (its base URL or push URL) and count the events back through LogQL",
+    )
+    .option("--tenant-id <tenant>", "with --loki-url: the X-Scope-OrgID to push and query as")
     .action(async (opts: DemoOptions) => {
       const events = positiveInt(opts.events, "--events");
       const durationMs = positiveInt(opts.duration, "--duration") * 1000;
+      if (opts.tenantId !== undefined && opts.lokiUrl === undefined) {
+        throw new UsageError("--tenant-id needs --loki-url (the built-in receiver takes any tenant)");
+      }
+      let own: OwnLoki | undefined;
+      if (opts.lokiUrl !== undefined) {
+        try {
+          own = { pushUrl: demoPushUrl(opts.lokiUrl), tenantId: opts.tenantId };
+        } catch (err) {
+          throw new UsageError((err as Error).message);
+        }
+      }
       setExit(
         await runDemo(io, {
           events,
           durationMs,
           seed: positiveInt(opts.seed, "--seed"),
           json: opts.json === true,
+          own,
         }),
       );
     });
@@ -85,16 +111,34 @@ function statusLine(
 
 async function runDemo(
   io: CliIO,
-  o: { events: number; durationMs: number; seed: number; json: boolean },
+  o: { events: number; durationMs: number; seed: number; json: boolean; own: OwnLoki | undefined },
 ): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), "sf2loki-demo-"));
   // Loaded here, not at the top: every command shares this module graph, and the daemon needs none
   // of the simulated org (gRPC server, Avro, protobufjs).
-  const [{ startDemoWorld }, { createApp }] = await Promise.all([
+  const [{ startDemoWorld }, { createApp }, { MAX_BACKLOG_SPAN_MS }] = await Promise.all([
     import("../sim/demo-world.ts"),
     import("../app.ts"),
+    import("../sim/salesforce/events.ts"),
   ]);
-  const world = await startDemoWorld({ seed: o.seed, eventsPerTopic: o.events });
+  const own = o.own;
+  const orgId = own ? demoOrgId() : undefined;
+  const world = await startDemoWorld({
+    seed: o.seed,
+    eventsPerTopic: o.events,
+    ...(orgId ? { orgId } : {}),
+  });
+  // The backlog is dated back from now, a second apart (at most MAX_BACKLOG_SPAN_MS): the oldest event.
+  const oldestMs = Date.now() - Math.min(o.events * 1000, MAX_BACKLOG_SPAN_MS) - 60_000;
+  const readBack =
+    own && orgId
+      ? lokiReadBack({
+          pushUrl: own.pushUrl,
+          tenantId: own.tenantId,
+          orgId,
+          startNs: BigInt(oldestMs) * 1_000_000n,
+        })
+      : undefined;
   const stop = new AbortController();
   const onSignal = (): void => {
     stop.abort();
@@ -103,21 +147,28 @@ async function runDemo(
   const started = performance.now();
   let ticker: NodeJS.Timeout | undefined;
   try {
-    const config = validateConfig(world.config(join(dir, "state.json")));
+    const tree = world.config(join(dir, "state.json")) as { sink: { loki: Record<string, unknown> } };
+    if (own) {
+      tree.sink.loki.url = own.pushUrl;
+      if (own.tenantId !== undefined) tree.sink.loki.tenant_id = own.tenantId;
+    }
+    const config = validateConfig(tree);
     // Warnings only, on stderr: stdout carries the summary (`--json`).
     const logger = createLogger({ level: "warn", format: io.isTTY ? "text" : "json", stderr: true });
     const app = createApp(config, { logger, version: VERSION });
     if (!o.json)
       io.stderr(
-        `sf2loki demo: ${world.org.pubsubEndpoint} (simulated org) -> ${world.loki.pushUrl} (Loki receiver)\n`,
+        `sf2loki demo: ${world.org.pubsubEndpoint} (simulated org) -> ` +
+          (own
+            ? `${own.pushUrl} (your Loki${own.tenantId ? `, tenant ${own.tenantId}` : ""}, sf_org_id ${orgId})\n`
+            : `${world.loki.pushUrl} (Loki receiver)\n`),
       );
     const deadline = setTimeout(() => {
       stop.abort();
     }, o.durationMs);
+    const counter = deliveredCounter(world, readBack);
     ticker = setInterval(() => {
-      const stats = world.stats();
-      const total = Object.values(stats).reduce((n, s) => n + s.delivered, 0);
-      const emitted = Object.values(stats).reduce((n, s) => n + s.emitted, 0);
+      const { total, emitted } = counter();
       if (io.isTTY && !o.json) {
         // \x1b[K clears what a longer previous line left, instead of padding that could wrap.
         const line = fitToWidth(statusLine(app.status(), total, emitted, started), io.columns?.());
@@ -127,7 +178,7 @@ async function runDemo(
     }, 250);
     await app.run(stop.signal);
     clearTimeout(deadline);
-    const stats = world.stats();
+    const stats = readBack ? await readBackStats(world.stats(), readBack) : world.stats();
     const missing = Object.values(stats).reduce((n, s) => n + s.missing, 0);
     const summary = {
       seconds: Math.round((performance.now() - started) / 100) / 10,
@@ -136,6 +187,16 @@ async function runDemo(
       delivered: Object.values(stats).reduce((n, s) => n + s.delivered, 0),
       duplicates: Object.values(stats).reduce((n, s) => n + s.duplicates, 0),
       missing,
+      ...(own && readBack
+        ? {
+            loki: {
+              push_url: own.pushUrl,
+              tenant_id: own.tenantId ?? null,
+              sf_org_id: orgId,
+              queries: readBack.queries,
+            },
+          }
+        : {}),
     };
     if (o.json) io.stdout(JSON.stringify(summary) + "\n");
     else {
@@ -149,6 +210,12 @@ async function runDemo(
       io.stdout(
         `  total: emitted ${summary.emitted}, delivered ${summary.delivered}, duplicates ${summary.duplicates}, missing ${missing}\n`,
       );
+      if (readBack) {
+        io.stdout(
+          `  counted in your Loki through LogQL; in Grafana (Explore, this Loki${own?.tenantId ? `, tenant ${own.tenantId}` : ""}):\n`,
+        );
+        for (const q of readBack.queries) io.stdout(`    ${q}\n`);
+      }
     }
     return missing === 0 ? EXIT_OK : EXIT_FAILURE;
   } catch (err) {
@@ -159,4 +226,54 @@ async function runDemo(
     await world.stop();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+type TopicStats = Record<string, { emitted: number; delivered: number; duplicates: number; missing: number }>;
+
+/**
+ * Events delivered so far, for the live line and the stop: the built-in receiver is asked on every
+ * tick; an operator's Loki every 2 s through a metric query (one in flight at a time).
+ */
+function deliveredCounter(
+  world: { stats(): TopicStats },
+  readBack: LokiReadBack | undefined,
+): () => { total: number; emitted: number } {
+  let stored = 0;
+  let asking = false;
+  let lastAskMs = 0;
+  return () => {
+    const stats = world.stats();
+    const emitted = Object.values(stats).reduce((n, s) => n + s.emitted, 0);
+    if (!readBack) return { total: Object.values(stats).reduce((n, s) => n + s.delivered, 0), emitted };
+    if (!asking && Date.now() - lastAskMs >= 2000) {
+      asking = true;
+      lastAskMs = Date.now();
+      readBack
+        .stored()
+        .then((byType) => {
+          stored = Object.values(byType).reduce((n, c) => n + c, 0);
+        })
+        .catch(() => undefined) // the final count reports a Loki that does not answer
+        .finally(() => {
+          asking = false;
+        });
+    }
+    return { total: stored, emitted };
+  };
+}
+
+/** Per topic: what the org emitted against what the operator's Loki holds, read back through LogQL. */
+async function readBackStats(emitted: TopicStats, readBack: LokiReadBack): Promise<TopicStats> {
+  const held = await readBack.counts();
+  const out: TopicStats = {};
+  for (const [topic, s] of Object.entries(emitted)) {
+    const c = held[topic.split("/").pop()!] ?? { stored: 0, distinct: 0 };
+    out[topic] = {
+      emitted: s.emitted,
+      delivered: c.distinct,
+      duplicates: Math.max(0, c.stored - c.distinct),
+      missing: Math.max(0, s.emitted - c.distinct),
+    };
+  }
+  return out;
 }

@@ -39,6 +39,8 @@ export async function startDemoWorld(opts: {
   topics?: string[];
   /** Also serve (and poll) this generated data; the default demo is Pub/Sub only. */
   polling?: SimPollingData;
+  /** The simulated org's id (its streams' `sf_org_id`); a fixed one by default. */
+  orgId?: string;
 }): Promise<DemoWorld> {
   const topics = opts.topics ?? DEMO_TOPICS;
   const org = await startSimOrg({
@@ -47,6 +49,7 @@ export async function startDemoWorld(opts: {
     topics,
     clientSecret: DEMO_SECRET,
     ...(opts.polling ? { polling: opts.polling } : {}),
+    ...(opts.orgId ? { orgId: opts.orgId } : {}),
   });
   // Loki's default age limits: the simulated org dates its events in the present, so a clean demo
   // refuses nothing; an entry dated otherwise shows up as a drop, as it would against a real Loki.
