@@ -3,7 +3,6 @@
 // a sparse stream's failed push retried after later batches landed, and Loki's read path refused.
 import assert from "node:assert/strict";
 import { once } from "node:events";
-import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
@@ -20,6 +19,7 @@ import { mkdirSync, openSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { MemoryStore, ScriptedSource } from "../support/fakes.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";
+import { faultProxy } from "./support/fault-proxy.ts";
 import { nowNs, realLokiForFile, type LokiReader } from "./support/real-loki.ts";
 
 const shared = realLokiForFile();
@@ -197,55 +197,6 @@ for (let run = 1; run <= RUNS; run++) {
       t.diagnostic(`skipped per restart: ${resumes.map((r) => r?.entries_skipped ?? "?").join(", ")}`);
     },
   );
-}
-
-/**
- * A loopback HTTP proxy in front of Loki: answers 503 to the first `failPushes` pushes, and to every
- * query while `refuseQueries`; forwards everything else.
- */
-async function faultProxy(
-  t: TestContext,
-  target: string,
-): Promise<{ url: string; failPushes: number; refuseQueries: boolean; queries: number }> {
-  const state = { url: "", failPushes: 0, refuseQueries: false, queries: 0 };
-  const server = createHttpServer((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const isQuery = (req.url ?? "").startsWith("/loki/api/v1/query");
-      if (isQuery) state.queries++;
-      if ((isQuery && state.refuseQueries) || (!isQuery && state.failPushes > 0)) {
-        if (!isQuery) state.failPushes--;
-        res.writeHead(503).end("proxy: refused\n");
-        return;
-      }
-      const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(req.headers))
-        if (typeof v === "string" && k !== "host") headers[k] = v;
-      fetch(`${target}${req.url ?? "/"}`, {
-        method: req.method ?? "GET",
-        headers,
-        ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}),
-      }).then(
-        async (r) => {
-          res.writeHead(r.status, { "content-type": r.headers.get("content-type") ?? "text/plain" });
-          res.end(Buffer.from(await r.arrayBuffer()));
-        },
-        () => res.writeHead(502).end(),
-      );
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  t.after(
-    () =>
-      new Promise<void>((resolve) =>
-        server.close(() => {
-          resolve();
-        }),
-      ),
-  );
-  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return state;
 }
 
 /** Event i of a sparse stream: one a minute, the newest a minute ago. */
