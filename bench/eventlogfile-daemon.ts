@@ -21,6 +21,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
+import { answeredEmptyLookup } from "./empty-lookups.ts";
 import type { AddressInfo } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -57,6 +58,8 @@ export interface ReceiverStats {
   entries: number;
   unique: number;
   pushes: number;
+  /** Lookups the daemon made (query_range), answered empty. */
+  queries: number;
 }
 
 /** The simulated org holding one API file of `rows` rows, created 10 minutes ago (past the settle window). */
@@ -79,8 +82,12 @@ async function serveOrg(rows: number): Promise<void> {
 async function serveReceiver(rows: number): Promise<void> {
   const { decodePushBody } = await import("../src/sim/loki-decode.ts");
   const seen = new Uint8Array(rows);
-  const stats: ReceiverStats = { entries: 0, unique: 0, pushes: 0 };
+  const stats: ReceiverStats = { entries: 0, unique: 0, pushes: 0, queries: 0 };
   const server = createServer((req, res) => {
+    if (answeredEmptyLookup(req, res)) {
+      stats.queries++;
+      return;
+    }
     void readBody(req).then((body) => {
       const streams = decodePushBody(
         body,
