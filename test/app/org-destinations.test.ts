@@ -6,15 +6,11 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
-import { createApp, type App } from "../../src/app.ts";
-import { validateConfig } from "../../src/config/load.ts";
 import { utcDate } from "../../src/egress/budget.ts";
-import { pollingSources, simSalesforceConfig } from "../../src/sim/demo-polling.ts";
-import { DEMO_SECRET } from "../../src/sim/demo-world.ts";
 import { startLokiReceiver, type LokiReceiver } from "../../src/sim/loki.ts";
 import type { SimPollingData } from "../../src/sim/salesforce-rest/index.ts";
 import type { SimOrg } from "../../src/sim/salesforce/index.ts";
-import { startTwoOrgs, type TwoOrgs } from "../support/two-orgs.ts";
+import { common, orgTree as orgTreeOf, runDaemon, startTwoOrgs, type TwoOrgs } from "../support/two-orgs.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const TOPIC = "/event/LoginEventStream";
@@ -27,6 +23,14 @@ const POLLING: SimPollingData = {
 /** What one org holds: Pub/Sub events, polled records, ELF rows, ApexLogs. */
 const PER_ORG = EVENTS + 30 + 50 + 10;
 
+function orgTree(
+  name: string,
+  org: SimOrg,
+  opts: { pubsub: boolean; sink?: Record<string, unknown> },
+): Record<string, unknown> {
+  return orgTreeOf(name, org, { ...opts, topic: TOPIC });
+}
+
 function startOrgs(t: TestContext): Promise<TwoOrgs> {
   return startTwoOrgs(t, { topics: [TOPIC], eventsPerTopic: EVENTS, polling: POLLING });
 }
@@ -35,65 +39,6 @@ async function receiver(t: TestContext): Promise<LokiReceiver> {
   const loki = await startLokiReceiver();
   t.after(() => loki.stop());
   return loki;
-}
-
-function orgTree(
-  name: string,
-  org: SimOrg,
-  opts: { pubsub: boolean; sink?: Record<string, unknown> },
-): Record<string, unknown> {
-  return {
-    name,
-    salesforce: simSalesforceConfig(org, DEMO_SECRET),
-    sources: {
-      ...pollingSources(org.rest.data),
-      allow_overlap: true,
-      pubsub: {
-        endpoint: org.pubsubEndpoint,
-        insecure: true,
-        topics: opts.pubsub ? [TOPIC] : [],
-        replay_preset: "EARLIEST",
-      },
-    },
-    ...(opts.sink ? { sink: { loki: opts.sink } } : {}),
-  };
-}
-
-/** Runs the daemon in-process until `until` holds (or, when finite, until it ends), then stops it. */
-async function runDaemon(
-  tree: Record<string, unknown>,
-  opts: { pollOnce?: boolean; until?: (app: App) => Promise<boolean> | boolean; what?: string },
-): Promise<App> {
-  const app = createApp(validateConfig(tree), {
-    healthAddr: "127.0.0.1:0",
-    ...(opts.pollOnce ? { pollOnce: true } : {}),
-  });
-  const stop = new AbortController();
-  const running = app.run(stop.signal);
-  try {
-    if (opts.until) {
-      const until = opts.until;
-      const deadline = Date.now() + 30_000;
-      while (!(await until(app))) {
-        assert.ok(Date.now() < deadline, `timed out waiting for ${opts.what ?? "the daemon"}`);
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-    } else {
-      await running;
-    }
-  } finally {
-    stop.abort();
-    await running;
-  }
-  return app;
-}
-
-function common(statePath: string, loki: Record<string, unknown>): Record<string, unknown> {
-  return {
-    sink: { loki: { batch: { flush_interval: "50ms" }, ...loki } },
-    state: { file: { path: statePath } },
-    service: { shutdown_grace: "1s" },
-  };
 }
 
 /** `tenant/org` → entries, over everything a receiver accepted. */
