@@ -99,11 +99,7 @@ for (const wire of [
       const eventDate = /"EventDate": ?"?([^",}]+)/.exec(sample.line)?.[1];
       assert.ok(eventDate, `an EventDate in ${sample.line.slice(0, 200)}`);
       const eventMs = /^\d+$/.test(eventDate) ? Number(eventDate) : Date.parse(eventDate);
-      assert.equal(
-        Number(sample.tsNs / 1_000_000n),
-        eventMs,
-        "stored at the event's own time",
-      );
+      assert.equal(Number(sample.tsNs / 1_000_000n), eventMs, "stored at the event's own time");
     },
   );
 }
