@@ -22,3 +22,11 @@ export function describeError(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);
 }
+
+/**
+ * Line breaks and the indentation around them become one space: SDK texts carry lines of their own
+ * (Azure's "\nRequestId:…\nTime:…"), and a message that promises one line must keep it.
+ */
+export function foldLines(text: string): string {
+  return text.includes("\n") || text.includes("\r") ? text.replace(/\s*[\r\n]+\s*/g, " ").trim() : text;
+}

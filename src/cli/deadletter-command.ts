@@ -10,10 +10,10 @@ import { DeadLetterNotFoundError, DeadLetterStoreError } from "../deadletter/err
 import { REPLAY_BATCH, replay } from "../deadletter/replay.ts";
 import { matches, parseSelection, type SelectFlags } from "../deadletter/select.ts";
 import type { DeadLetterRecord, DeadLetterStore } from "../deadletter/types.ts";
-import { Sf2LokiError, describeError } from "../errors.ts";
+import { Sf2LokiError, describeError, foldLines } from "../errors.ts";
 import { buildStore } from "../state/build.ts";
 import { errnoCode } from "../state/state-fs.ts";
-import { isOutage } from "../state/transient.ts";
+import { isMissingBucket, isOutage } from "../state/transient.ts";
 import { systemClock, type Clock } from "../util/clock.ts";
 import { buildGraph, type DestinationWiring, type Graph } from "../wiring.ts";
 import { UsageError } from "./config-command.ts";
@@ -48,8 +48,12 @@ async function withStore(
     const err =
       store && !(caught instanceof Sf2LokiError) && isStoreFailure(caught)
         ? new DeadLetterStoreError(
-            `the dead-letter store ${store.location} could not be read or written (${describeError(caught)}); ` +
-              "check the path or bucket, the permissions (list, get, put and delete) and the network, then rerun",
+            isMissingBucket(caught)
+              ? `the dead-letter store ${store.location} is in a bucket or container that does not exist ` +
+                  `(${foldLines(describeError(caught))}); create it (aws s3 mb, gcloud storage buckets create, ` +
+                  "az storage container create) or fix state's bucket or container, then rerun"
+              : `the dead-letter store ${store.location} could not be read or written (${foldLines(describeError(caught))}); ` +
+                  "check the path or bucket, the permissions (list, get, put and delete) and the network, then rerun",
             { cause: caught },
           )
         : caught;

@@ -13,6 +13,8 @@ export function s3Hints(settings: S3StateSettings): ObjectStoreHints {
     configKey: "state.s3.key",
     noun: "key",
     removeCommand: `aws s3 rm ${location}${endpointFlag}`,
+    scopeName: settings.bucket,
+    createCommand: `aws s3 mb s3://${settings.bucket}${endpointFlag}`,
     permissions:
       "s3:GetObject, s3:PutObject and s3:ListBucket (without ListBucket a missing object reads as 403, not 404)",
   };
@@ -26,6 +28,8 @@ export function gcsHints(settings: GcsStateSettings, section: string): ObjectSto
     configKey: `${section}.object_name`,
     noun: "object",
     removeCommand: `gcloud storage rm ${location}`,
+    scopeName: settings.bucket,
+    createCommand: `gcloud storage buckets create gs://${settings.bucket}`,
     permissions:
       "storage.objects.get, storage.objects.create and storage.objects.delete (overwriting an object needs " +
       "delete; roles/storage.objectUser has all three)",
@@ -47,6 +51,10 @@ export function azureHints(settings: AzureStateSettings, section: string): Objec
       "the Storage Blob Data Contributor role (or, with a connection string, an account key or a SAS " +
       "allowing read, create and write)",
     scope: "container",
+    scopeName: container,
+    createCommand:
+      `az storage container create --account-name ${account} --name ${container}` +
+      (settings.credential === "default" ? " --auth-mode login" : ""),
     busyCause: "409 Conflict, or a blob lease held by another client",
   };
 }

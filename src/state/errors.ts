@@ -1,6 +1,6 @@
 // Every error the checkpoint stores raise, each created by one factory with a stable code. The messages
 // are what an operator reads: what happened, where (path or URI), and what to do next.
-import { Sf2LokiError } from "../errors.ts";
+import { Sf2LokiError, describeError, foldLines } from "../errors.ts";
 
 /** A conditional write lost: the stored document is not the one this process last read. */
 export class StateStoreConflictError extends Sf2LokiError {
@@ -54,6 +54,13 @@ export class StateUnavailableError extends Sf2LokiError {
 }
 
 /** The object store refused our credentials (401/403) for the checkpoint object. */
+/** The bucket or container the state lives in does not exist: a set-up step is missing, no retry helps. */
+export class StateMissingScopeError extends Sf2LokiError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("SF2LOKI_STATE_MISSING_SCOPE", message, options);
+  }
+}
+
 export class StateAccessDeniedError extends Sf2LokiError {
   constructor(message: string, options?: { cause?: unknown }) {
     super("SF2LOKI_STATE_ACCESS_DENIED", message, options);
@@ -76,6 +83,9 @@ export interface ObjectStoreHints {
   busyCause?: string;
   /** What holds the object, as the backend calls it; `bucket` when unset (Azure: `container`). */
   scope?: string;
+  /** That bucket or container, by name, and the backend CLI command that creates it. */
+  scopeName?: string;
+  createCommand?: string;
 }
 
 const TWO_WRITERS =
@@ -146,6 +156,17 @@ export const stateErrors = {
     );
   },
 
+  missingScope(hints: ObjectStoreHints, op: string, cause: unknown): StateMissingScopeError {
+    const scope = hints.scope ?? "bucket";
+    const named = hints.scopeName ? `${scope} ${hints.scopeName}` : scope;
+    const create = hints.createCommand ? `Create it (\`${hints.createCommand}\`)` : "Create it";
+    return new StateMissingScopeError(
+      `${op} on ${hints.location} failed: the ${named} does not exist. ${create}, or point the state ` +
+        `settings at an existing ${scope}.`,
+      { cause },
+    );
+  },
+
   accessDenied(hints: ObjectStoreHints, op: string, cause: unknown): StateAccessDeniedError {
     return new StateAccessDeniedError(
       `${op} on ${hints.location} was refused (access denied): grant the sf2loki identity ${hints.permissions} ` +
@@ -213,5 +234,5 @@ export const stateErrors = {
 };
 
 function describeCause(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return foldLines(describeError(err));
 }

@@ -11,7 +11,7 @@ import { withGcsDeadline } from "./gcs-deadline.ts";
 import type { ErrorClass, ObjectBackend, Precondition, StoredObject } from "./object-backend.ts";
 import { ObjectCheckpointStore, type ObjectStoreOptions } from "./object-store.ts";
 import type { GcsStateSettings } from "./settings.ts";
-import { isNetworkError, isTransientStatus } from "./transient.ts";
+import { isMissingBucket, isNetworkError, isTransientStatus } from "./transient.ts";
 
 export interface GcsStoreOptions extends ObjectStoreOptions {
   /** Merged over the derived client options (tests only). */
@@ -130,7 +130,7 @@ export class GcsBackend implements ObjectBackend {
     try {
       for await (const chunk of stream) chunks.push(chunk as Buffer);
     } catch (err) {
-      if (statusOf(err) === 404) return undefined;
+      if (statusOf(err) === 404 && !isMissingBucket(err)) return undefined;
       throw err;
     }
     if (generation === undefined) {
@@ -170,6 +170,7 @@ export class GcsBackend implements ObjectBackend {
   classify(err: unknown): ErrorClass {
     const status = statusOf(err);
     if (status === 412) return "precondition-failed";
+    if (isMissingBucket(err)) return "missing-scope";
     if (status === 401 || status === 403) return "access-denied";
     if (isTransientStatus(status) || isNetworkError(err)) return "transient";
     return "other";

@@ -16,10 +16,11 @@ export interface StoredObject {
  * - `precondition-failed`: the stored version is not the one named (412).
  * - `concurrent-conflict`: another conditional write to the object is in flight (S3 409); retry.
  * - `access-denied`: 401/403; fatal, with a permissions hint.
+ * - `missing-scope`: the bucket or container itself does not exist; fatal, with the command creating it.
  * - `other`: anything else; fatal as is.
  */
 export type ErrorClass =
-  "transient" | "precondition-failed" | "concurrent-conflict" | "access-denied" | "other";
+  "transient" | "precondition-failed" | "concurrent-conflict" | "access-denied" | "missing-scope" | "other";
 
 export interface ObjectBackend {
   readonly hints: ObjectStoreHints;

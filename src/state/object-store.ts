@@ -263,11 +263,12 @@ export class ObjectCheckpointStore implements CheckpointStore {
     return conflict;
   }
 
-  /** Only access denial gets rewritten; every other failure surfaces as the original error. */
+  /** Access denial and a missing bucket get rewritten; every other failure surfaces as the original error. */
   #translate(err: unknown, op: string): unknown {
     if (err instanceof Sf2LokiError) return err;
-    if (this.#backend.classify(err) === "access-denied")
-      return stateErrors.accessDenied(this.#backend.hints, op, err);
+    const verdict = this.#backend.classify(err);
+    if (verdict === "access-denied") return stateErrors.accessDenied(this.#backend.hints, op, err);
+    if (verdict === "missing-scope") return stateErrors.missingScope(this.#backend.hints, op, err);
     return err;
   }
 }

@@ -15,7 +15,7 @@ import type { ObjectStoreHints } from "./errors.ts";
 import type { ErrorClass, ObjectBackend, Precondition, StoredObject } from "./object-backend.ts";
 import { ObjectCheckpointStore, type ObjectStoreOptions } from "./object-store.ts";
 import type { S3StateSettings } from "./settings.ts";
-import { TRANSIENT_CODES, isNetworkError, isTransientStatus } from "./transient.ts";
+import { TRANSIENT_CODES, isMissingBucket, isNetworkError, isTransientStatus } from "./transient.ts";
 
 export interface S3StoreOptions extends ObjectStoreOptions {
   /** Merged over the derived client config (tests pass static credentials; operators never need it). */
@@ -163,6 +163,7 @@ export class S3Backend implements ObjectBackend {
     // moved away from the version we hold, exactly like a 412. (GET handles NoSuchKey before this.)
     if (status === 412 || name === "PreconditionFailed" || name === "NoSuchKey") return "precondition-failed";
     if (name === "ConditionalRequestConflict" || name === "OperationAborted") return "concurrent-conflict";
+    if (isMissingBucket(err)) return "missing-scope";
     if (status === 401 || status === 403) return "access-denied";
     if (
       (name !== undefined && TRANSIENT_CODES.has(name)) ||

@@ -1,5 +1,6 @@
 // What counts as a blip worth retrying, for both object stores: throttling and server statuses, and
 // every way a socket can fail before, during or after a request (including a body that dies mid-transfer).
+import { Sf2LokiError } from "../errors.ts";
 
 /** S3 error codes that mean "try again" (spec C §1.7), plus the throttling names other SDKs use. */
 export const TRANSIENT_CODES: ReadonlySet<string> = new Set([
@@ -38,8 +39,9 @@ const NETWORK_CODES: ReadonlySet<string> = new Set([
 ]);
 
 // Node and fetch libraries sometimes report a dead socket only in words.
+// Whole words: V8's "Unterminated string in JSON" (a corrupt object) is not a dead socket.
 const NETWORK_MESSAGES =
-  /socket hang up|premature close|other side closed|aborted|socket timeout|network timeout|timed out|terminated/i;
+  /\b(?:socket hang up|premature close|other side closed|aborted|socket timeout|network timeout|timed out|terminated)\b/i;
 
 /**
  * True for a failure of the connection itself, looking through `cause` chains (fetch wraps the socket
@@ -66,8 +68,22 @@ export function isNetworkError(err: unknown): boolean {
  * (S3's `$metadata.httpStatusCode`, GCS's numeric `code`, Azure's `statusCode`). For messages, not retries.
  */
 export function isOutage(err: unknown): boolean {
+  // The store's own typed errors (corrupt, locked, fenced, denied, unavailable) already say what
+  // happened: never re-read as an outage because a cause deep inside mentions a socket.
+  if (err instanceof Sf2LokiError) return false;
   if (isNetworkError(err)) return true;
   const e = (err ?? {}) as { $metadata?: { httpStatusCode?: number }; code?: unknown; statusCode?: unknown };
   const status = e.$metadata?.httpStatusCode ?? (typeof e.code === "number" ? e.code : undefined);
   return isTransientStatus(status ?? (typeof e.statusCode === "number" ? e.statusCode : undefined));
+}
+
+/**
+ * The bucket or container itself is missing (S3's NoSuchBucket, Azure's ContainerNotFound, GCS's 404
+ * "The specified bucket does not exist."): a set-up step, not an outage and not an absent object.
+ */
+export function isMissingBucket(err: unknown): boolean {
+  const e = (err ?? {}) as { name?: unknown; code?: unknown; statusCode?: unknown; message?: unknown };
+  if (e.name === "NoSuchBucket" || e.code === "NoSuchBucket" || e.code === "ContainerNotFound") return true;
+  const status = typeof e.code === "number" ? e.code : e.statusCode;
+  return status === 404 && typeof e.message === "string" && /bucket does not exist/i.test(e.message);
 }

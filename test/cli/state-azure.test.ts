@@ -90,15 +90,46 @@ describe("sf2loki state with state.store: azure", () => {
     });
   });
 
+  test("a missing container: exit 1, one line naming it and the az command creating it (#29)", async () => {
+    const dir = tempDir();
+    const secret = writeFile(dir, "azure-cs", `${proxy.connectionString}\n`);
+    const config = writeFile(
+      dir,
+      "azure.yaml",
+      `${BASE}state: {store: azure, azure: {container: no-such-container, credential: connection_string, connection_string_file: ${secret}}}\n`,
+    );
+    for (const args of [
+      ["state", "show"],
+      ["state", "set", "apexlog", "x"],
+    ]) {
+      const r = await cli([...args, "--config", config]);
+      assert.equal(r.code, 1, r.stderr);
+      assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+      assert.match(
+        r.stderr,
+        /^sf2loki: \w+ on azure:\/\/devstoreaccount1\/no-such-container\/sf2loki\/state\.json failed: the container no-such-container does not exist/,
+      );
+      assert.match(
+        r.stderr,
+        /`az storage container create --account-name devstoreaccount1 --name no-such-container`/,
+      );
+      assert.doesNotMatch(r.stderr, /unexpected error|RequestId|\n\s+at /);
+    }
+  });
+
   test("a corrupt blob: exit 1 naming azure://account/container/blob and the az command, no stack", async () => {
     const { config, container } = azureConfig();
     proxy.putObject(container, BLOB, '{"pubsub:/event/X": "AAA');
     const r = await cli(["state", "show", "--config", config]);
     assert.equal(r.code, 1);
+    // Named corrupt, never an outage: V8's "Unterminated string" once read as a dead socket (#29).
     assert.match(
       r.stderr,
-      new RegExp(`azure://devstoreaccount1/${container}/sf2loki/state\\.json is corrupt`),
+      new RegExp(
+        `^sf2loki: state object azure://devstoreaccount1/${container}/sf2loki/state\\.json is corrupt`,
+      ),
     );
+    assert.doesNotMatch(r.stderr, /did not answer/);
     assert.match(
       r.stderr,
       new RegExp(

@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { cli } from "../support/cli.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";
 import { faults } from "../support/object-store-emulator.ts";
+import { GcsEmulator } from "../support/gcs-emulator.ts";
 import { S3Emulator } from "../support/s3-emulator.ts";
 
 const BASE =
@@ -155,12 +156,62 @@ async function s3State(t: TestContext): Promise<{ s3: S3Emulator; config: string
   return { s3, config };
 }
 
+test("a missing S3 bucket or GCS bucket: exit 1, one line naming it with the command creating it (#29)", async (t) => {
+  const { s3 } = await s3State(t);
+  const s3Config = writeFile(
+    tempDir(),
+    "s3-missing.yaml",
+    `${BASE}state: {store: s3, s3: {bucket: no-such-bucket, region: us-east-1, endpoint_url: "${s3.url}"}}\n`,
+  );
+  const gcs = new GcsEmulator();
+  await gcs.start();
+  t.after(() => gcs.close());
+  const gcsConfig = writeFile(
+    tempDir(),
+    "gcs-missing.yaml",
+    `${BASE}state: {store: gcs, gcs: {bucket: no-such-bucket, endpoint_url: "${gcs.url}"}}\n`,
+  );
+  for (const [config, create] of [
+    [s3Config, /`aws s3 mb s3:\/\/no-such-bucket --endpoint-url http:\/\/127\.0\.0\.1:\d+`/],
+    [gcsConfig, /`gcloud storage buckets create gs:\/\/no-such-bucket`/],
+  ] as const) {
+    for (const args of [
+      ["state", "show"],
+      ["state", "set", "apexlog", "x"],
+    ]) {
+      const r = await cli([...args, "--config", config]);
+      assert.equal(r.code, 1, r.stderr);
+      assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+      assert.match(
+        r.stderr,
+        /^sf2loki: \w+ on (s3|gs):\/\/no-such-bucket\/sf2loki\/state\.json failed: the bucket no-such-bucket does not exist/,
+      );
+      assert.match(r.stderr, create);
+      assert.doesNotMatch(r.stderr, /unexpected error|\n\s+at /);
+    }
+  }
+});
+
+test("a state file cut mid-value: exit 1 naming it corrupt with the move-aside hint, not an outage", async () => {
+  const dir = tempDir();
+  const { config, state } = fileConfig(dir);
+  writeFile(dir, "state.json", '{"pubsub:/event/X": "AAA');
+  const r = await cli(["state", "show", "--config", config]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, new RegExp(`^sf2loki: state file ${state.replaceAll(".", "\\.")} is corrupt`));
+  assert.match(r.stderr, /mv .*state\.json .*state\.json\.corrupt/);
+  assert.doesNotMatch(r.stderr, /did not answer/);
+  assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+});
+
 test("a corrupt S3 object: exit 1 naming the object and the recovery, no stack", async (t) => {
   const { s3, config } = await s3State(t);
   s3.putObject("state-bucket", "sf2loki/state.json", '{"pubsub:/event/X": "AAA');
   const r = await cli(["state", "show", "--config", config]);
   assert.equal(r.code, 1);
-  assert.match(r.stderr, /s3:\/\/state-bucket\/sf2loki\/state\.json is corrupt/);
+  // Named corrupt, never an outage: V8's "Unterminated string" once read as a dead socket (#29).
+  assert.match(r.stderr, /^sf2loki: state object s3:\/\/state-bucket\/sf2loki\/state\.json is corrupt/);
+  assert.doesNotMatch(r.stderr, /did not answer/);
   assert.match(r.stderr, /restore an earlier version|remove it/);
   assert.doesNotMatch(r.stderr, /\n\s+at /);
 });
@@ -206,4 +257,21 @@ test("import --replace is one write that keeps the fence epoch", async (t) => {
   assert.equal(s3.writes.length - before, 1, "exactly one PUT");
   const stored = s3.getObject("state-bucket", "sf2loki/state.json");
   assert.deepEqual(JSON.parse(String(stored?.bytes)), { __fence_epoch__: "4", b: "3", c: "4" });
+});
+
+test("a missing S3 bucket through deadletter: one line naming it and how to create it, no frames (#29)", async (t) => {
+  const { s3 } = await s3State(t);
+  const config = writeFile(
+    tempDir(),
+    "s3-missing-all.yaml",
+    `${BASE}state: {store: s3, s3: {bucket: no-such-bucket, region: us-east-1, endpoint_url: "${s3.url}"}}\n`,
+  );
+  const listed = await cli(["deadletter", "list", "--config", config]);
+  assert.equal(listed.code, 1, listed.stderr);
+  assert.match(
+    listed.stderr,
+    /s3:\/\/no-such-bucket\/.* is in a bucket or container that does not exist .*create it \(aws s3 mb/,
+  );
+  assert.equal(listed.stderr.trim().split("\n").length, 1, listed.stderr);
+  assert.doesNotMatch(listed.stderr, /unexpected error|\n\s+at /);
 });

@@ -194,7 +194,12 @@ describe("sf2loki doctor against the simulated org", () => {
     }
   });
 
-  it("a GCS store: the document read, the probe object created conditionally and deleted, PASS", async () => {
+  /** `doctor --json` with the state on a GCS emulator's `bucket`: the exit code and the state row. */
+  async function doctorOnGcs(
+    name: string,
+    bucket: string,
+    check: (gcs: GcsEmulator, code: number, state: Row) => void,
+  ): Promise<void> {
     const gcs = new GcsEmulator();
     await gcs.start();
     try {
@@ -202,12 +207,23 @@ describe("sf2loki doctor against the simulated org", () => {
         "doctor",
         "--json",
         "--config",
-        configFile("gcs", (c) => {
-          c.state = { store: "gcs", gcs: { bucket: "state-bucket", endpoint_url: gcs.url } };
+        configFile(name, (c) => {
+          c.state = { store: "gcs", gcs: { bucket, endpoint_url: gcs.url } };
         }),
       ]);
-      assert.equal(r.code, 0, r.stdout + r.stderr);
-      const state = rowsOf(r.stdout).find((row) => row.name === "state")!;
+      check(
+        gcs,
+        r.code,
+        rowsOf(r.stdout).find((row) => row.name === "state")!,
+      );
+    } finally {
+      await gcs.close();
+    }
+  }
+
+  it("a GCS store: the document read, the probe object created conditionally and deleted, PASS", async () => {
+    await doctorOnGcs("gcs", "state-bucket", (gcs, code, state) => {
+      assert.equal(code, 0, state.detail);
       assert.equal(state.status, "PASS", state.detail);
       assert.match(
         state.detail,
@@ -216,9 +232,18 @@ describe("sf2loki doctor against the simulated org", () => {
       assert.equal(gcs.getObject("state-bucket", "sf2loki/state.json.sf2loki-doctor-probe"), undefined);
       assert.equal(gcs.getObject("state-bucket", "sf2loki/state.json"), undefined);
       assert.ok(gcs.writes.length >= 1, "the probe was written");
-    } finally {
-      await gcs.close();
-    }
+    });
+  });
+
+  it("a GCS bucket that does not exist: the state row FAILs naming it and the command creating it (#29)", async () => {
+    await doctorOnGcs("gcs-missing", "no-such-bucket", (_gcs, _code, state) => {
+      assert.equal(state.status, "FAIL", state.detail);
+      assert.match(
+        state.detail,
+        /the bucket no-such-bucket does not exist\. Create it \(`gcloud storage buckets create gs:\/\/no-such-bucket`\)/,
+      );
+      assert.equal(state.detail.split("\n").length, 1, state.detail);
+    });
   });
 
   it("a state lock held by a running daemon is a WARN naming the holder, not a FAIL", async () => {

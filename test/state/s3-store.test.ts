@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { Sf2LokiError } from "../../src/errors.ts";
-import { StateStoreConflictError } from "../../src/state/errors.ts";
+import { StateMissingScopeError, StateStoreConflictError } from "../../src/state/errors.ts";
 import { S3CheckpointStore, s3ClientConfig } from "../../src/state/s3-store.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { faults } from "../support/object-store-emulator.ts";
@@ -68,7 +67,10 @@ describe("S3 store against the S3 emulator", () => {
     t.after(() => store.close());
     await assert.rejects(
       store.load("k"),
-      (e: unknown) => (e as Error).name === "NoSuchBucket" && !(e instanceof Sf2LokiError),
+      (e: unknown) =>
+        e instanceof StateMissingScopeError &&
+        (e.cause as Error).name === "NoSuchBucket" &&
+        /the bucket nope does not exist\. Create it \(`aws s3 mb s3:\/\/nope/.test(e.message),
     );
     assert.equal(emulator.requests.length, 1);
   });

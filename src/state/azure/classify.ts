@@ -4,7 +4,7 @@
 // another operation on the blob) and a blob lease someone else holds are retried like S3's 409.
 import { isRestError } from "@azure/storage-blob";
 import type { ErrorClass } from "../object-backend.ts";
-import { isNetworkError, isTransientStatus } from "../transient.ts";
+import { isMissingBucket, isNetworkError, isTransientStatus } from "../transient.ts";
 
 /** Azure's error codes for a blob lease held by another client (never taken by sf2loki itself). */
 const LEASED = new Set(["LeaseIdMissing", "LeaseIdMismatchWithBlobOperation", "LeaseAlreadyPresent"]);
@@ -19,6 +19,7 @@ export function classifyAzureError(err: unknown): ErrorClass {
   if (status === 409) return code === "BlobAlreadyExists" ? "precondition-failed" : "concurrent-conflict";
   // An If-Match upload to a blob someone deleted: the blob moved away from our version, as with a 412.
   if (status === 404 && code === "BlobNotFound") return "precondition-failed";
+  if (isMissingBucket(err)) return "missing-scope";
   if (status === 401 || status === 403) return "access-denied";
   if (isTransientStatus(status) || code === SEND_ERROR || isNetworkError(err)) return "transient";
   return "other";
