@@ -14,6 +14,8 @@ export class AbandonedKeys {
   constructor(metrics: PipelineMetrics, logger: Logger) {
     this.#metrics = metrics;
     this.#logger = logger;
+    // At 0 from the run's start: the checkpoint panel reads 0 on a healthy daemon, not "No data".
+    metrics.abandoned.add(0, SHUTDOWN);
   }
 
   has(key: string): boolean {

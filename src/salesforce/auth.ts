@@ -97,6 +97,8 @@ export class TokenProvider implements TokenSource {
       description: "Successful token mints",
     });
     this.#errors = meter.createCounter("sf2loki_auth_errors", { description: "Failed token mints" });
+    // At 0 from start-up: the auth panels and alerts read a series on a healthy daemon too (#29).
+    this.#errors.add(0);
     this.#loginUrl = opts.settings.login_url.replace(/\/+$/, "");
     // Defence in depth against a tiny token_ttl (#137): never let the skew swallow the lifetime.
     this.#skewMs = Math.min(TOKEN_REFRESH_SKEW_MS, opts.settings.token_ttl / 4);

@@ -61,6 +61,9 @@ export const SALESFORCE_REST_DEADLINES: Readonly<RestDeadlines> = { connectMs: 1
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 3, backoffMs: fullJitter(500, 3_000) };
 const ERROR_BODY_MAX = 64 * 1024;
 
+/** The `api` values a throttled call is counted under, known in advance: exported at 0 from start-up. */
+const THROTTLE_APIS = ["soql", "eventlogfile", "limits", "apexlog_body"];
+
 export class RestClient {
   readonly apiVersion: string;
   readonly #tokens: AccessTokenSource;
@@ -92,6 +95,7 @@ export class RestClient {
         description: "Salesforce calls refused with REQUEST_LIMIT_EXCEEDED",
       },
     );
+    for (const api of THROTTLE_APIS) this.#throttled.add(0, { api });
   }
 
   /** `/services/data/v60.0/<rest>` */

@@ -23,6 +23,8 @@ const PROCESS_WIDE = new Set([
   "sf2loki_loki_push_total",
   "sf2loki_loki_push_duration_seconds",
   "sf2loki_loki_bytes_pushed_total",
+  // One pipeline serves every org; a shutdown's abandonment is counted once (its log names the keys).
+  "sf2loki_pipeline_entries_abandoned_total",
   // Per Loki destination, by its tenant: a destination may serve several orgs.
   "sf2loki_loki_rate_limited_responses_total",
   "sf2loki_loki_rate_limited_seconds_total",

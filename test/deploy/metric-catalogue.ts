@@ -29,7 +29,8 @@ export function parseExposition(text: string): Map<string, Set<string>> {
   return out;
 }
 
-type Kind = "counter" | "histogram" | "gauge";
+/** `state`: a StateGauge, the time of the last event of a kind (exported from its first event). */
+type Kind = "counter" | "histogram" | "gauge" | "state";
 
 /** Every sf2loki_* instrument created in src/, by base name. */
 export function declaredInstruments(): Map<string, Kind> {
@@ -44,7 +45,7 @@ export function declaredInstruments(): Map<string, Kind> {
           out.set(name!, fn!.endsWith("Counter") ? "counter" : fn === "Histogram" ? "histogram" : "gauge");
         }
         for (const [, name] of code.matchAll(/new StateGauge\(\s*[^,]+,\s*"(sf2loki_\w+)"/g))
-          out.set(name!, "gauge");
+          out.set(name!, "state");
         for (const [, name] of code.matchAll(/hotPathHistogram\(\s*[^,]+,\s*"(sf2loki_\w+)"/g))
           out.set(name!, "histogram");
       }
@@ -96,6 +97,11 @@ export interface Catalogue {
   documented: Map<string, Set<string>>;
   /** Recording rule name → the labels its expression keeps. */
   recorded: Map<string, Set<string>>;
+  /**
+   * The "last X at" gauges (StateGauge): a timestamp of an event cannot be exported before the event
+   * (a 0 would read as 1970), so a query may name them before they appear.
+   */
+  stateGauges: Set<string>;
 }
 
 export function buildCatalogue(scrape: string, recordingRules: readonly Query[]): Catalogue {
@@ -111,6 +117,7 @@ export function buildCatalogue(scrape: string, recordingRules: readonly Query[])
     declared,
     documented: documentedMetrics(new Set(instruments.keys())),
     recorded,
+    stateGauges: new Set([...instruments].filter(([, kind]) => kind === "state").map(([base]) => base)),
   };
 }
 
@@ -127,10 +134,10 @@ function labelsOf(c: Catalogue, metric: string): Set<string> {
 }
 
 /**
- * Problems with the names in `queries`. Rules must only read series a healthy daemon exports (else an
- * alert goes silent instead of firing); dashboards may also show instruments that appear on their
- * first event (error counters). Labels must be exported or documented for the metric they filter
- * or group; Loki stream selectors may only use the labels sf2loki sends.
+ * Problems with the names in `queries`. Rules and dashboards must only read series a healthy daemon
+ * exports from start-up (else an alert goes silent instead of firing, and a panel reads "No data").
+ * Labels must be exported or documented for the metric they filter or group; Loki stream selectors
+ * may only use the labels sf2loki sends.
  */
 export function checkQueries(queries: readonly Query[], c: Catalogue): string[] {
   const problems: string[] = [];
@@ -147,12 +154,14 @@ export function checkQueries(queries: readonly Query[], c: Catalogue): string[] 
       if (s.metric.includes(":")) {
         if (!c.recorded.has(s.metric))
           problems.push(`${q.where}: '${s.metric}' is no recording rule we ship`);
-      } else if (q.rule !== undefined && !c.exported.has(s.metric)) {
+      } else if (!c.exported.has(s.metric) && !c.stateGauges.has(s.metric)) {
+        // A rule could never see it; a panel reads "No data" on a healthy daemon, which an operator
+        // cannot tell from a broken query (#29): every series a query names is exported from start-up.
         problems.push(
-          `${q.where}: '${s.metric}' is not exported by a healthy daemon; the rule could never see it`,
+          c.declared.has(s.metric)
+            ? `${q.where}: '${s.metric}' is not exported by a healthy daemon from start-up`
+            : `${q.where}: '${s.metric}' is not a metric sf2loki exports`,
         );
-      } else if (!c.exported.has(s.metric) && !c.declared.has(s.metric)) {
-        problems.push(`${q.where}: '${s.metric}' is not a metric sf2loki exports`);
       }
       const allowed = labelsOf(c, s.metric);
       for (const l of s.labels)

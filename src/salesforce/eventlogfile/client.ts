@@ -40,6 +40,8 @@ export class EventLogFileClient {
     this.#downloadErrors = meter.createCounter("sf2loki_eventlogfile_download_errors", {
       description: "EventLogFile listing and download failures",
     });
+    // At 0 from start-up for the reasons known in advance (an HTTP status appears when it happens).
+    for (const reason of ["listing", "transport", "csv"]) this.#downloadErrors.add(0, { reason });
     this.#downloadBytes = meter.createCounter("sf2loki_eventlogfile_download_bytes", {
       description: "EventLogFile body bytes downloaded",
     });

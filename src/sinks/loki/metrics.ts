@@ -8,8 +8,11 @@ export interface LokiSinkMetrics {
   readonly linesTruncated: Counter;
 }
 
+/** The sources' `source` label values, known in advance: their series export at 0 from start-up. */
+const SOURCES = ["pubsub", "eventlog_objects", "eventlogfile", "apexlog"];
+
 export function createLokiSinkMetrics(meter: Meter): LokiSinkMetrics {
-  return {
+  const metrics = {
     bytesPushed: meter.createCounter("sf2loki_loki_bytes_pushed", {
       description: "Compressed Loki push request body bytes accepted with a 2xx",
     }),
@@ -17,4 +20,6 @@ export function createLokiSinkMetrics(meter: Meter): LokiSinkMetrics {
       description: "Log lines cut to sink.loki.batch.max_line_bytes before pushing",
     }),
   };
+  for (const source of SOURCES) metrics.linesTruncated.add(0, { source });
+  return metrics;
 }

@@ -64,6 +64,7 @@ export class TopicTask {
     this.#eventType = eventTypeOf(topic);
     this.#rate = sampleRateFor(topic, ctx.settings.sample);
     this.#attrs = { topic };
+    ctx.m.reconnects.add(0, this.#attrs);
   }
 
   /** Runs until stop; always leaves exactly one sentinel on the bridge. */

@@ -83,6 +83,7 @@ export class CycleHealth {
   readonly #errors: Counter;
   readonly #stalls: Counter;
   readonly #failures = new Map<string, number>();
+  readonly #seen = new Set<string>();
   readonly #stallAt = new Map<string, string>();
 
   constructor(source: SourceName, log: Logger, meter: Meter = metrics.getMeter("sf2loki")) {
@@ -106,6 +107,11 @@ export class CycleHealth {
   }
 
   succeeded(object: string): void {
+    // The object's error series at 0 from its first good cycle: a panel then reads 0, not "No data".
+    if (!this.#seen.has(object)) {
+      this.#seen.add(object);
+      this.#errors.add(0, { source: this.#source, object });
+    }
     this.#failures.delete(object);
   }
 
