@@ -273,6 +273,13 @@ async function replayTo(
       const result = await replay({
         store,
         sink: destination.sink,
+        ...(destination.lookup ? { lookup: destination.lookup } : {}),
+        onLookupFailed: (err) => {
+          io.stderr(
+            `sf2loki deadletter: could not ask Loki what it already holds (${describeError(err)}); ` +
+              "replaying unchecked: a letter an earlier, interrupted replay delivered may be stored twice\n",
+          );
+        },
         records: letters,
         clock,
         signal: stop.signal,
@@ -285,10 +292,14 @@ async function replayTo(
         },
       });
       const held = result.held > 0 ? `, ${result.held} held back by the daily egress budget (kept)` : "";
+      const already =
+        result.alreadyStored > 0
+          ? `, ${result.alreadyStored} already in Loki (an earlier replay delivered them; removed, not re-sent)`
+          : "";
       io.stdout(
         `sf2loki: replayed ${result.sent} dead letter(s) to ${destination.destination.loki.url}: ` +
           `${result.delivered} delivered and removed, ${result.refused} refused again (kept with Loki's new ` +
-          `detail)${held}\n`,
+          `detail)${already}${held}\n`,
       );
     }
   } finally {

@@ -1,9 +1,17 @@
 // Sending dead letters to Loki again, through the sink the wiring builds (egress governor included).
 // Batch by batch: what Loki accepted is removed from the store right after that batch, what it refused
 // again stays with Loki's new words, so a replay cut short (Ctrl-C, a crash) re-sends at most one
-// batch. A Loki that keeps failing ends the replay with nothing of the failing batch removed.
+// batch, and that batch is first looked up in Loki (its query API, the sink's tenant): what Loki already
+// holds is removed, not sent twice (#27). A Loki that keeps failing ends the replay with nothing of the
+// failing batch removed.
 import { LogEntry } from "../model.ts";
-import { PermanentSinkError, RetryableSinkError, type Sink } from "../sinks/sink.ts";
+import {
+  PermanentSinkError,
+  RetryableSinkError,
+  StoredLookupError,
+  type Sink,
+  type StoredLookup,
+} from "../sinks/sink.ts";
 import type { Clock } from "../util/clock.ts";
 import { describeError } from "../errors.ts";
 import { retry, type RetryPolicy } from "../util/retry.ts";
@@ -23,6 +31,10 @@ export interface ReplayRun {
   records: readonly DeadLetterRecord[];
   clock: Clock;
   signal: AbortSignal;
+  /** What Loki already holds (`sink.loki.reconcile`); absent: every letter is pushed. */
+  lookup?: StoredLookup;
+  /** Told once when a lookup fails: the replay then pushes unchecked (at-least-once). */
+  onLookupFailed?: (err: unknown) => void;
   /** Called after every batch (the CLI prints progress on long replays). */
   onBatch?: (progress: ReplayProgress) => void;
   batchSize?: number;
@@ -35,6 +47,8 @@ export interface ReplayProgress {
   refused: number;
   /** Not sent by the egress budget (`budget_action: drop`): kept as they were. */
   held: number;
+  /** Found in Loki already (an earlier replay delivered them and was cut short): removed, not re-sent. */
+  alreadyStored: number;
 }
 
 /** Loki kept failing (not refusing) a batch: the replay stops; what was delivered before is removed. */
@@ -53,23 +67,49 @@ export function toEntry(r: DeadLetterRecord): LogEntry {
 
 export async function replay(run: ReplayRun): Promise<ReplayProgress> {
   const size = run.batchSize ?? REPLAY_BATCH;
-  const progress: ReplayProgress = { total: run.records.length, sent: 0, delivered: 0, refused: 0, held: 0 };
+  const progress: ReplayProgress = {
+    total: run.records.length,
+    sent: 0,
+    delivered: 0,
+    refused: 0,
+    held: 0,
+    alreadyStored: 0,
+  };
+  let lookup = run.lookup;
   for (let start = 0; start < run.records.length; start += size) {
     run.signal.throwIfAborted();
     const chunk = run.records.slice(start, start + size);
     const entries = chunk.map(toEntry);
-    const verdict = await pushOnce(run, entries, progress);
+    const alreadyBefore = progress.alreadyStored;
+    let stored: ReadonlySet<LogEntry> = new Set();
+    if (lookup) {
+      try {
+        stored = (await lookup.stored(entries, run.signal)).stored;
+      } catch (err) {
+        if (!(err instanceof StoredLookupError)) throw err;
+        run.onLookupFailed?.(err);
+        lookup = undefined; // one notice, then at-least-once for the rest of the replay
+      }
+    }
+    const toSend = stored.size === 0 ? entries : entries.filter((e) => !stored.has(e));
+    const verdict = toSend.length === 0 ? new Map() : await pushOnce(run, toSend, progress);
     const remove = new Set<string>();
     const update = new Map<string, DeadLetterRecord>();
     for (const [i, r] of chunk.entries()) {
-      const outcome = verdict.get(entries[i]!);
+      const entry = entries[i]!;
+      if (stored.has(entry)) {
+        remove.add(r.id);
+        progress.alreadyStored++;
+        continue;
+      }
+      const outcome = verdict.get(entry);
       if (outcome === undefined) remove.add(r.id);
       else if (outcome.reason === "budget") progress.held++;
       else update.set(r.id, { ...r, reason: outcome.reason, detail: outcome.detail });
     }
     await run.store.rewrite(remove, update, run.signal);
     progress.sent += chunk.length;
-    progress.delivered += remove.size;
+    progress.delivered += remove.size - (progress.alreadyStored - alreadyBefore);
     progress.refused += update.size;
     run.onBatch?.({ ...progress });
   }

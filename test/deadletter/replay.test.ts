@@ -155,3 +155,43 @@ test("show of an unknown id and purge without a selection are one-line errors wi
   );
   assert.equal(broken.stderr.trim().split("\n").length, 1);
 });
+
+test("a replay cut short after Loki took a batch: the next replay finds it in Loki and removes it, not sent twice (#27)", async (t) => {
+  const receiver = await startLokiReceiver();
+  t.after(() => receiver.stop());
+  const dir = tempDir();
+  const configPath = writeFile(
+    dir,
+    "c.yaml",
+    "salesforce: {client_id: a, username: u, private_key: k}\n" +
+      `sink: {loki: {url: '${receiver.pushUrl}'}}\nstate: {file: {path: ${join(dir, "state.json")}}}\n`,
+  );
+  const graph = buildGraph(await loadConfig(configPath, {}), {});
+  const ts = (n: number): bigint => BigInt(Date.now() - 60_000 + n) * 1_000_000n;
+  const letters = [1, 2, 3].map((n) =>
+    entry(KEY, String(n), {
+      timestampNs: ts(n),
+      line: `{"REQUEST_ID":"letter-${n}"}`,
+      labels: { source: "eventlogfile", event_type: "API" },
+    }),
+  );
+  await graph.deadLetters!.keep(
+    { entries: letters, reason: "bad_request", detail: "refused then" },
+    new AbortController().signal,
+  );
+  // The interrupted replay: Loki took the first two, the process died before removing them.
+  await graph.sink.push(letters.slice(0, 2));
+  await graph.sink.close();
+
+  const replayed = await cli(["deadletter", "replay", "--config", configPath]);
+  assert.equal(replayed.code, 0, replayed.stderr);
+  assert.match(
+    replayed.stdout,
+    /replayed 3 dead letter\(s\) to .*: 1 delivered and removed, 0 refused again \(kept with Loki's new detail\), 2 already in Loki/,
+  );
+  assert.equal(receiver.counts.duplicates, 0, "no letter stored twice");
+  assert.equal(receiver.counts.unique, 3);
+  assert.ok(receiver.queries >= 1, "the batch was looked up first");
+  const after = await cli(["deadletter", "list", "--json", "--config", configPath]);
+  assert.equal(after.stdout, "", "every letter removed");
+});
