@@ -173,7 +173,7 @@ export async function startDrainRig(rows: number): Promise<DrainRig> {
 }
 
 /** The next message of the measured daemon in `phase`; rejects if it exits first. */
-function daemonSays<T>(daemon: ChildProcess, phase: string): Promise<T> {
+export function daemonSays<T>(daemon: ChildProcess, phase: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const onExit = (code: number | null): void => {
       reject(new Error(`the measured daemon exited with ${code} before "${phase}"`));
