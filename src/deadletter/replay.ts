@@ -92,7 +92,10 @@ export async function replay(run: ReplayRun): Promise<ReplayProgress> {
       }
     }
     const toSend = stored.size === 0 ? entries : entries.filter((e) => !stored.has(e));
-    const verdict = toSend.length === 0 ? new Map() : await pushOnce(run, toSend, progress);
+    const verdict =
+      toSend.length === 0
+        ? new Map<LogEntry, { reason: string; detail: string }>()
+        : await pushOnce(run, toSend, progress);
     const remove = new Set<string>();
     const update = new Map<string, DeadLetterRecord>();
     for (const [i, r] of chunk.entries()) {
