@@ -50,7 +50,13 @@ test("backfill dead-letters the rows Loki refuses; replay delivers them once it 
   world.loki.faults.rejectLinesContaining(null);
   const replayed = await cli(["deadletter", "replay", "--config", config]);
   assert.equal(replayed.code, 0, replayed.stderr);
-  assert.match(replayed.stdout, new RegExp(`${dropped} delivered and removed`));
+  // Siblings the sink gave up on may have been stored by Loki all along: the replay finds those in
+  // Loki and removes them without sending them twice (#27); the rest are delivered now.
+  const delivered = Number(/(\d+) delivered and removed/.exec(replayed.stdout)?.[1]);
+  const already = Number(/(\d+) already in Loki/.exec(replayed.stdout)?.[1] ?? 0);
+  assert.equal(delivered + already, dropped, replayed.stdout);
+  assert.ok(delivered >= 30, replayed.stdout);
+  assert.equal(world.loki.counts.duplicates, 0, "no row stored twice");
   const uri = world.pollingStats()["eventlogfile:URI"];
   assert.equal(uri?.missing, 0);
 });
