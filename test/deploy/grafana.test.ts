@@ -92,3 +92,21 @@ test("every alert has a severity and a runbook_url into a section of docs/observ
     );
   }
 });
+
+test("docs/observability.md states the alert and recording-rule counts the rule files hold", () => {
+  const doc = readFileSync(new URL("../../docs/observability.md", import.meta.url), "utf8");
+  const rules = allShippedQueries().filter((q) => q.rule !== undefined);
+  for (const [lang, pattern] of [
+    ["promql", /rules\/prometheus\/\*\.yaml`\s*\|\s*(\d+) alerts and (\d+) recording rules/],
+    ["logql", /rules\/loki\/\*\.yaml`\s*\|\s*(\d+) alerts and (\d+) recording rules/],
+  ] as const) {
+    const m = pattern.exec(doc);
+    assert.ok(m, `docs/observability.md names the ${lang} rule counts`);
+    const ours = rules.filter((q) => q.language === lang);
+    assert.deepEqual(
+      [Number(m[1]), Number(m[2])],
+      [ours.filter((q) => q.rule?.alert).length, ours.filter((q) => q.rule?.record).length],
+      `${lang}: alerts and recording rules as the doc says`,
+    );
+  }
+});
