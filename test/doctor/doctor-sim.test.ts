@@ -246,6 +246,32 @@ describe("sf2loki doctor against the simulated org", () => {
     });
   });
 
+  it("backfill with its state in a GCS bucket that does not exist: one line naming it, exit 1, no frames (#29)", async () => {
+    const gcs = new GcsEmulator();
+    await gcs.start();
+    try {
+      const since = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+      const r = await cli([
+        "backfill",
+        "--since",
+        since,
+        "--config",
+        configFile("backfill-gcs-missing", (c) => {
+          c.state = { store: "gcs", gcs: { bucket: "no-such-bucket", endpoint_url: gcs.url } };
+        }),
+      ]);
+      assert.equal(r.code, 1, r.stdout + r.stderr);
+      assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+      assert.match(
+        r.stderr,
+        /the bucket no-such-bucket does not exist\. Create it \(`gcloud storage buckets create/,
+      );
+      assert.doesNotMatch(r.stderr, /unexpected error|\n\s+at /);
+    } finally {
+      await gcs.close();
+    }
+  });
+
   it("a state lock held by a running daemon is a WARN naming the holder, not a FAIL", async () => {
     const path = configFile("locked");
     const lock = new FileLock(join(dir, "locked-state.json"), { heartbeatMs: 0 });
