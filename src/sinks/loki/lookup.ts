@@ -12,8 +12,13 @@ import { truncateLine } from "./line-cap.ts";
 import { groupStreams, type StreamGroup } from "./streams.ts";
 import type { LokiDeadlines } from "./service.ts";
 
-/** Loki's `max_entries_limit_per_query` default: the largest page a stock Loki serves. */
-export const LOOKUP_PAGE = 5000;
+/**
+ * Entries per page. Loki serves up to `max_entries_limit_per_query` (5000), but a page travels from
+ * its querier in one gRPC message capped at 4 MiB by default: 5000 EventLogFile-wide lines (~800 bytes)
+ * broke that and Loki closed the connection mid-answer (found against Loki 3.4.6). 1000 lines of up to
+ * ~4 KB stay under it.
+ */
+export const LOOKUP_PAGE = 1000;
 const ERROR_TEXT_MAX = 300;
 const PUSH_PATH = "/loki/api/v1/push";
 
