@@ -346,6 +346,78 @@ async function startForwarder(target: string, onAnswer: (a: Answer) => void): Pr
   };
 }
 
+/** Where a rig's replicas push when it runs against the real Loki (test/loki-real/ha.loki.ts). */
+export interface RealLokiTarget {
+  /** The real Loki's base URL. */
+  url: string;
+  /** Every push and query goes as this tenant (the replicas send none). */
+  tenant: string;
+}
+
+/**
+ * The forwarder in front of the real Loki: pushes and queries go there as `tenant`, and each push
+ * the real Loki answered 2xx is copied to the simulated receiver first, so the harness's progress
+ * checks (which read the receiver) keep working. The verdict is the real Loki's, read with LogQL.
+ */
+async function startRealLokiForwarder(
+  real: RealLokiTarget,
+  copyTo: string,
+  onAnswer: (a: Answer) => void,
+): Promise<Forwarder> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const sent = Buffer.concat(chunks);
+      const headers = { ...req.headers, "x-scope-orgid": real.tenant };
+      delete headers.host;
+      const up = request(real.url + (req.url ?? "/"), { method: req.method, headers }, (upRes) => {
+        const answer: Buffer[] = [];
+        upRes.on("data", (c: Buffer) => answer.push(c));
+        upRes.on("end", () => {
+          const body = Buffer.concat(answer);
+          const status = upRes.statusCode ?? 502;
+          const forward = (): void => {
+            onAnswer({
+              method: req.method ?? "GET",
+              status,
+              body,
+              send: () => {
+                if (res.destroyed) return;
+                res.writeHead(status, upRes.headers);
+                res.end(body);
+              },
+            });
+          };
+          if (req.method !== "POST" || status >= 300) {
+            forward();
+            return;
+          }
+          const copy = request(copyTo + (req.url ?? "/"), { method: "POST", headers: req.headers }, (r) => {
+            r.resume();
+            r.on("end", forward);
+          });
+          copy.on("error", forward);
+          copy.end(sent);
+        });
+      });
+      up.on("error", () => res.destroy());
+      up.end(sent);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => {
+          resolve();
+        });
+      }),
+  };
+}
+
 /** Remembers which replica's upload created each GCS generation (the upload answer names it). */
 function attributeGeneration(tag: string, byGeneration: Map<string, string>) {
   return (a: Answer): void => {
@@ -675,6 +747,7 @@ export class HaRig {
     t: TestContext,
     kind: PairingKind,
     world: { seed: number; eventsPerTopic: number },
+    opts: { realLoki?: RealLokiTarget } = {},
   ): Promise<HaRig> {
     // Not support/tmp.ts: its hook would run before this one and delete the shared volume under
     // replicas that are still alive (they recreate it) when a test fails half-way.
@@ -690,7 +763,9 @@ export class HaRig {
     const sim = await startDemoWorld({ ...world, topics: DEMO_TOPICS });
     stack.push(() => sim.stop());
     const lokiAcks = new LokiAckGate();
-    const forwarder = await startForwarder(sim.loki.url, lokiAcks.onAnswer);
+    const forwarder = opts.realLoki
+      ? await startRealLokiForwarder(opts.realLoki, sim.loki.url, lokiAcks.onAnswer)
+      : await startForwarder(sim.loki.url, lokiAcks.onAnswer);
     stack.push(() => forwarder.close());
     const lokiPushUrl = sim.loki.pushUrl.replace(sim.loki.url, forwarder.url);
     const rig = new HaRig(sim, await startPairing(kind, sim, dir, lokiPushUrl), lokiAcks);
