@@ -295,14 +295,14 @@ function watchStateFile(path: string): { writes: CheckpointWrite[]; stop: () => 
 }
 
 /** What a forwarder got back from upstream; `send()` relays it to the client (now or later). */
-interface Answer {
+export interface Answer {
   method: string;
   status: number;
   body: Buffer;
   send: () => void;
 }
 
-interface Forwarder {
+export interface Forwarder {
   url: string;
   close(): Promise<void>;
 }
@@ -359,7 +359,7 @@ export interface RealLokiTarget {
  * the real Loki answered 2xx is copied to the simulated receiver first, so the harness's progress
  * checks (which read the receiver) keep working. The verdict is the real Loki's, read with LogQL.
  */
-async function startRealLokiForwarder(
+export async function startRealLokiForwarder(
   real: RealLokiTarget,
   copyTo: string,
   onAnswer: (a: Answer) => void,

@@ -21,7 +21,15 @@ import {
   s3LeaseWrites,
   type ShardLeaseWrite,
 } from "../support/shard-history.ts";
-import { RENEW_MS, Replica, TTL_MS, kubeconfigFor, waitFor } from "./ha-support.ts";
+import {
+  RENEW_MS,
+  Replica,
+  TTL_MS,
+  kubeconfigFor,
+  startRealLokiForwarder,
+  waitFor,
+  type RealLokiTarget,
+} from "./ha-support.ts";
 
 export { RENEW_MS, TTL_MS };
 
@@ -61,6 +69,9 @@ export class ShardRig {
   readonly #timing: LeaseTiming;
   #stopPublishing: () => void = () => undefined;
 
+  /** Set when the replicas push to the real Loki through a forwarder. */
+  #lokiPushUrl: string | undefined;
+
   private constructor(
     kind: ShardPairing,
     world: MultiOrgWorld,
@@ -85,6 +96,7 @@ export class ShardRig {
     kind: ShardPairing,
     world: { orgs: number; seed: number; eventsPerTopic: number },
     timing: LeaseTiming = TEST_TIMING,
+    opts: { realLoki?: RealLokiTarget } = {},
   ): Promise<ShardRig> {
     const dir = mkdtempSync(join(tmpdir(), "sf2loki-shard-"));
     const stack: (() => Promise<void> | void)[] = [
@@ -107,6 +119,15 @@ export class ShardRig {
       stack.push(() => api.close());
     }
     const rig = new ShardRig(kind, sim, s3, s3Url, k8s, dir, timing);
+    if (opts.realLoki) {
+      // The replicas push to (and look up in) the real Loki; what it accepts is copied to the world's
+      // receiver, which the proof's own checks read (test/loki-real/ha.loki.ts judges by LogQL).
+      const forwarder = await startRealLokiForwarder(opts.realLoki, sim.loki.url, (a) => {
+        a.send();
+      });
+      stack.push(() => forwarder.close());
+      rig.#lokiPushUrl = sim.loki.pushUrl.replace(sim.loki.url, forwarder.url);
+    }
     stack.push(async () => {
       rig.#stopPublishing();
       await Promise.all(rig.replicas.map((r) => r.shutDown()));
@@ -155,6 +176,7 @@ export class ShardRig {
           };
     const over = {
       coordinate,
+      ...(this.#lokiPushUrl ? { sink: { loki: { url: this.#lokiPushUrl } } } : {}),
       state: { store: "s3", s3: { ...s3, key: STATE_KEY } },
       service: { log_level: "info" },
     };

@@ -16,6 +16,7 @@ import {
   type PairingKind,
   type RealLokiTarget,
 } from "../chaos/ha-support.ts";
+import { ShardRig, shardingProof } from "../chaos/sharding-support.ts";
 import { nowNs, realLokiForFile } from "./support/real-loki.ts";
 
 const shared = realLokiForFile();
@@ -94,4 +95,63 @@ for (let run = 1; run <= RUNS; run++) {
       },
     );
   }
+}
+
+/** Per org and event type, what the multi-org world emitted against what the real Loki holds. */
+async function assertShardsExactlyOnce(
+  t: TestContext,
+  rig: ShardRig,
+  tenant: string,
+  figures: unknown,
+): Promise<void> {
+  const reader = shared.loki.reader(tenant);
+  const start = nowNs() - RANGE_NS;
+  const end = nowNs() + 60_000_000_000n;
+  const counted = await reader.countBy('{job="sf2loki"}', start, end, ["org", "event_type"]);
+  const judged: Record<string, { emitted: number; counted: number; distinct: number }> = {};
+  for (const [org, topics] of Object.entries(rig.world.stats())) {
+    for (const [topic, s] of Object.entries(topics)) {
+      const type = topic.split("/").pop()!;
+      let distinct = 0;
+      for (let from = start; from < end; from += SLICE_NS) {
+        const to = from + SLICE_NS < end ? from + SLICE_NS : end;
+        distinct += new Set(
+          (await reader.entries(`{org="${org}", event_type="${type}"}`, from, to)).map(
+            (e) => `${e.tsNs}\u0000${e.line}`,
+          ),
+        ).size;
+      }
+      judged[`${org}/${type}`] = {
+        emitted: s.emitted,
+        counted: counted.get(`${org}|${type}`) ?? 0,
+        distinct,
+      };
+    }
+  }
+  t.diagnostic(`in the real Loki: ${JSON.stringify({ figures, judged })}`);
+  assert.ok(Object.keys(judged).length >= 6, "every org judged");
+  for (const [key, j] of Object.entries(judged)) {
+    assert.equal(j.distinct, j.emitted, `${key}: every event stored`);
+    assert.equal(j.counted, j.emitted, `${key}: count_over_time counts each once`);
+  }
+}
+
+for (let run = 1; run <= RUNS; run++) {
+  test(
+    `run ${run}: s3_lease sharding, 3 replicas x 6 orgs, kill -9, a 4th joins, SIGTERM all: every org exactly once in the real Loki`,
+    { skip: shared.missing },
+    async (t) => {
+      const tenant = `shards-${run}`;
+      const rig = await ShardRig.start(
+        t,
+        "s3_lease + s3",
+        { orgs: 6, seed: 60 + run, eventsPerTopic: 1000 },
+        undefined,
+        {
+          realLoki: { url: shared.loki.url, tenant },
+        },
+      );
+      await assertShardsExactlyOnce(t, rig, tenant, await shardingProof(t, rig));
+    },
+  );
 }
