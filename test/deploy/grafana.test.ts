@@ -5,7 +5,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { DASHBOARDS_DIR, dashboards, render } from "../../deploy/grafana/src/dashboards.ts";
-import { parseQuery } from "./query-syntax.ts";
+import { LABEL_ALLOWLIST } from "../../src/sinks/loki/labels.ts";
+import { ELF_COLUMNS } from "./elf-columns.ts";
+import { logqlShape, parseQuery } from "./query-syntax.ts";
 import { allShippedQueries, shippedDashboards, type Query } from "./queries.ts";
 
 test("the dashboard JSON files are exactly what `npm run dashboards` generates", () => {
@@ -64,6 +66,52 @@ test("the parse check rejects a broken query in either language", () => {
     { where: "z", language: "promql", expr: "sum by (job (rate(sf2loki_loki_push_total[5m]))" },
   ];
   for (const q of broken) assert.notDeepEqual(parseQuery(q).errors, [], q.expr);
+});
+
+/** Each EventLogFile query's fields that are no column of its type's file. */
+function unknownElfColumns(queries: readonly Query[]): string[] {
+  const problems: string[] = [];
+  for (const q of queries.filter((q) => q.language === "logql")) {
+    const { ranges, fields } = logqlShape(q, LABEL_ALLOWLIST);
+    const types = new Set(
+      ranges.filter((r) => r.matchers.source === "eventlogfile").map((r) => r.matchers.event_type ?? "?"),
+    );
+    if (types.size === 0) continue;
+    if (types.size > 1) {
+      problems.push(`${q.where}: reads several EventLogFile types (${[...types].join(", ")}); one per query`);
+      continue;
+    }
+    const [type] = [...types] as [string];
+    const columns = ELF_COLUMNS[type];
+    if (!columns) {
+      problems.push(`${q.where}: EventLogFile type ${type} is not in test/deploy/elf-columns.ts`);
+      continue;
+    }
+    for (const f of fields)
+      if (!columns.includes(f)) problems.push(`${q.where}: the ${type} EventLogFile has no column ${f}`);
+  }
+  return problems;
+}
+
+test("every EventLogFile column a dashboard or rule reads is a column of that type's file", () => {
+  const queries = allShippedQueries();
+  assert.ok(
+    queries.some((q) => q.expr.includes('source="eventlogfile"')),
+    "no EventLogFile query found",
+  );
+  assert.deepEqual(unknownElfColumns(queries), []);
+  // The check sees a column the file lacks (upstream #107: the Login file has no country).
+  const login = '{job="sf2loki", source="eventlogfile", event_type="Login"}';
+  assert.deepEqual(
+    unknownElfColumns([
+      {
+        where: "x",
+        language: "logql",
+        expr: `sum by (CLIENT_IP, COUNTRY_CODE) (count_over_time(${login} | json | LOGIN_STATUS != "LOGIN_NO_ERROR" [5m]))`,
+      },
+    ]),
+    ["x: the Login EventLogFile has no column COUNTRY_CODE"],
+  );
 });
 
 /** GitHub's anchor for a Markdown heading. */
