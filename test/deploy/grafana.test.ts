@@ -114,6 +114,41 @@ test("every EventLogFile column a dashboard or rule reads is a column of that ty
   );
 });
 
+/**
+ * EventLogFile rows reach Loki 1 to 3 hours after their event and are stored at its time (upstream
+ * #106): a rule can only see them through a window that spans that delay. Dashboards are exempt:
+ * their range is the operator's.
+ */
+const ELF_MIN_WINDOW_MS = 6 * 3_600_000;
+
+function shortElfWindows(rules: readonly Query[]): string[] {
+  const problems: string[] = [];
+  for (const q of rules.filter((r) => r.language === "logql")) {
+    for (const r of logqlShape(q, LABEL_ALLOWLIST).ranges)
+      if (r.matchers.source === "eventlogfile" && (r.rangeMs ?? 0) < ELF_MIN_WINDOW_MS)
+        problems.push(`${q.where}: an EventLogFile window of ${String(r.rangeMs)} ms can never hold a row`);
+  }
+  return problems;
+}
+
+test("every Loki rule over an EventLogFile stream reads a window that spans the files' delay", () => {
+  const rules = allShippedQueries().filter((q) => q.rule !== undefined);
+  assert.ok(
+    rules.some((q) => q.expr.includes('source="eventlogfile"')),
+    "no EventLogFile rule found",
+  );
+  assert.deepEqual(shortElfWindows(rules), []);
+  const tenMinutes: Query = {
+    where: "x",
+    language: "logql",
+    expr: 'sum(count_over_time({job="sf2loki", source="eventlogfile", event_type="ApexCallout"} | json [10m]))',
+    rule: { alert: "X" },
+  };
+  assert.deepEqual(shortElfWindows([tenMinutes]), [
+    "x: an EventLogFile window of 600000 ms can never hold a row",
+  ]);
+});
+
 /** GitHub's anchor for a Markdown heading. */
 const anchor = (heading: string): string =>
   heading

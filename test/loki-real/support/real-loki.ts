@@ -5,7 +5,7 @@
 import { execFile } from "node:child_process";
 import { after, before } from "node:test";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
@@ -26,11 +26,14 @@ export function realLokiMissing(): string | undefined {
  * One real Loki for the calling test file: started before its first test and stopped after its last.
  * `missing` is why the file skips (no Loki beside the repo); `loki` is the running one.
  */
-export function realLokiForFile(): { readonly missing: string | undefined; readonly loki: RealLoki } {
+export function realLokiForFile(options: RealLokiOptions = {}): {
+  readonly missing: string | undefined;
+  readonly loki: RealLoki;
+} {
   const missing = realLokiMissing();
   let running: RealLoki | undefined;
   before(async () => {
-    if (missing === undefined) running = await startRealLoki();
+    if (missing === undefined) running = await startRealLoki(options);
   });
   after(async () => {
     await running?.stop();
@@ -68,8 +71,21 @@ const FLUSH_SETTLE_MS = 3000;
 /** Loki re-reads the overrides file every second; two periods leave it time to apply them. */
 const OVERRIDES_SETTLE_MS = 2500;
 
-export async function startRealLoki(): Promise<RealLoki> {
+export interface RealLokiOptions {
+  /**
+   * Ruler rule files per tenant (tenant -> file name -> YAML), placed where loki.sh's config has the
+   * ruler read them (`data/rules/<tenant>/`) before Loki starts, so they are loaded at start-up.
+   */
+  rules?: Record<string, Record<string, string>>;
+}
+
+export async function startRealLoki(options: RealLokiOptions = {}): Promise<RealLoki> {
   const dir = await mkdtemp(join(tmpdir(), "sf2loki-real-loki-"));
+  for (const [tenant, files] of Object.entries(options.rules ?? {})) {
+    await mkdir(join(dir, "data", "rules", tenant), { recursive: true });
+    for (const [name, text] of Object.entries(files))
+      await writeFile(join(dir, "data", "rules", tenant, name), text);
+  }
   const { stdout } = await run("bash", [LOKI_SH, "start", dir], { timeout: 120_000 });
   const url = stdout.trim().split("\n").pop()!;
   if (!/^http:\/\/127\.0\.0\.1:\d+$/.test(url)) throw new Error(`loki.sh start printed ${stdout}`);
@@ -187,6 +203,16 @@ export class LokiReader {
     }
     out.sort((a, b) => (a.tsNs < b.tsNs ? -1 : a.tsNs > b.tsNs ? 1 : 0));
     return out;
+  }
+
+  /** An instant metric query at `atNs`, as the ruler evaluates a rule: each series' labels and value. */
+  async instant(query: string, atNs: bigint): Promise<{ metric: Record<string, string>; value: number }[]> {
+    const data = (await this.#get("/loki/api/v1/query", { query, time: String(atNs) })) as {
+      resultType: string;
+      result: { metric: Record<string, string>; value: [number, string] }[];
+    };
+    if (data.resultType !== "vector") throw new Error(`${query} gave a ${data.resultType}, not a vector`);
+    return data.result.map((r) => ({ metric: r.metric, value: Number(r.value[1]) }));
   }
 
   /** Label sets of the streams matching `selector` in [start, end). */
