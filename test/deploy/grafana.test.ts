@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { DASHBOARDS_DIR, dashboards, render } from "../../deploy/grafana/src/dashboards.ts";
 import { LABEL_ALLOWLIST } from "../../src/sinks/loki/labels.ts";
 import { ELF_COLUMNS } from "./elf-columns.ts";
+import { promtoolCases, untestedAlerts } from "./promtool-tests.ts";
 import { logqlShape, parseQuery } from "./query-syntax.ts";
 import { allShippedQueries, shippedDashboards, type Query } from "./queries.ts";
 
@@ -147,6 +148,25 @@ test("every Loki rule over an EventLogFile stream reads a window that spans the 
   assert.deepEqual(shortElfWindows([tenMinutes]), [
     "x: an EventLogFile window of 600000 ms can never hold a row",
   ]);
+});
+
+test("every Prometheus alert has a promtool case where it fires and one where it stays quiet", () => {
+  const alerts = allShippedQueries()
+    .filter((q) => q.language === "promql" && q.rule?.alert !== undefined)
+    .map((q) => q.rule!.alert!);
+  assert.ok(alerts.includes("Sf2lokiExporterDown"), "the absent()/up guard ships");
+  assert.deepEqual(untestedAlerts(alerts, promtoolCases()), []);
+  assert.deepEqual(
+    untestedAlerts(
+      ["A", "B"],
+      [{ name: "x", alert_rule_test: [{ eval_time: "1m", alertname: "A", exp_alerts: [] }] }],
+    ),
+    [
+      "A: no promtool case makes it fire",
+      "B: no promtool case makes it fire",
+      "B: no promtool case shows it quiet",
+    ],
+  );
 });
 
 /** GitHub's anchor for a Markdown heading. */

@@ -14,6 +14,9 @@ const METRICS_DOC = new URL("../../docs/metrics.md", import.meta.url);
 /** Labels Prometheus attaches to every scraped series. */
 const TARGET_LABELS = ["job", "instance"];
 
+/** Series Prometheus makes itself for every target: a rule may read them beside the daemon's. */
+const PROMETHEUS_SERIES = new Set(["up"]);
+
 /** Prometheus exposition text → metric name → label names seen on its samples. */
 export function parseExposition(text: string): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>();
@@ -25,6 +28,17 @@ export function parseExposition(text: string): Map<string, Set<string>> {
     for (const [, name] of (m[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"/g))
       labels.add(name!);
     out.set(m[1]!, labels);
+  }
+  return out;
+}
+
+/** Histogram bucket series → the `le` bounds /metrics shows for it. */
+export function bucketBounds(text: string): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const [, name, le] of text.matchAll(/^([a-zA-Z_:][a-zA-Z0-9_:]*_bucket)\{.*?\ble="([^"]*)"/gm)) {
+    const bounds = out.get(name!) ?? new Set<string>();
+    bounds.add(le!);
+    out.set(name!, bounds);
   }
   return out;
 }
@@ -91,6 +105,8 @@ export function documentedMetrics(known: ReadonlySet<string>): Map<string, Set<s
 export interface Catalogue {
   /** Exposition name → label names, from a live daemon's /metrics. */
   exported: Map<string, Set<string>>;
+  /** Histogram bucket series → its `le` bounds, from the same scrape. */
+  buckets: Map<string, Set<string>>;
   /** Exposition name → base name, for every instrument declared in src/. */
   declared: Map<string, string>;
   /** Base name → documented attributes. */
@@ -114,6 +130,7 @@ export function buildCatalogue(scrape: string, recordingRules: readonly Query[])
   }
   return {
     exported: parseExposition(scrape),
+    buckets: bucketBounds(scrape),
     declared,
     documented: documentedMetrics(new Set(instruments.keys())),
     recorded,
@@ -154,7 +171,11 @@ export function checkQueries(queries: readonly Query[], c: Catalogue): string[] 
       if (s.metric.includes(":")) {
         if (!c.recorded.has(s.metric))
           problems.push(`${q.where}: '${s.metric}' is no recording rule we ship`);
-      } else if (!c.exported.has(s.metric) && !c.stateGauges.has(s.metric)) {
+      } else if (
+        !c.exported.has(s.metric) &&
+        !c.stateGauges.has(s.metric) &&
+        !PROMETHEUS_SERIES.has(s.metric)
+      ) {
         // A rule could never see it; a panel reads "No data" on a healthy daemon, which an operator
         // cannot tell from a broken query (#29): every series a query names is exported from start-up.
         problems.push(
@@ -170,6 +191,32 @@ export function checkQueries(queries: readonly Query[], c: Catalogue): string[] 
     }
     for (const l of groupingLabels)
       if (!usable.has(l)) problems.push(`${q.where}: groups by '${l}', which none of its metrics carries`);
+  }
+  return problems;
+}
+
+/**
+ * Problems with series fed to the promtool tests: each must be one a daemon exports (or Prometheus
+ * makes, like `up`), with labels it carries and, for a histogram bucket, an `le` it has; else a
+ * test proves an alert fires on data the daemon never sends.
+ */
+export function seriesProblems(
+  series: readonly { where: string; name: string; labels: Record<string, string> }[],
+  c: Catalogue,
+): string[] {
+  const problems: string[] = [];
+  for (const s of series) {
+    const known = c.exported.has(s.name) || c.stateGauges.has(s.name) || PROMETHEUS_SERIES.has(s.name);
+    if (!known) {
+      problems.push(`${s.where}: '${s.name}' is not a series the daemon exports`);
+      continue;
+    }
+    const allowed = PROMETHEUS_SERIES.has(s.name) ? new Set(TARGET_LABELS) : labelsOf(c, s.name);
+    for (const l of Object.keys(s.labels))
+      if (!allowed.has(l)) problems.push(`${s.where}: '${s.name}' has no label '${l}'`);
+    const le = s.labels.le;
+    if (le !== undefined && !(c.buckets.get(s.name)?.has(le) ?? false))
+      problems.push(`${s.where}: '${s.name}' has no bucket le="${le}"`);
   }
   return problems;
 }

@@ -11,7 +11,14 @@ import { deepMerge } from "../../src/config/env.ts";
 import { validateConfig } from "../../src/config/load.ts";
 import { DEMO_TOPICS, startDemoWorld } from "../../src/sim/demo-world.ts";
 import { tempDir } from "../support/tmp.ts";
-import { buildCatalogue, checkQueries, docsDrift, type Catalogue } from "./metric-catalogue.ts";
+import {
+  buildCatalogue,
+  checkQueries,
+  docsDrift,
+  seriesProblems,
+  type Catalogue,
+} from "./metric-catalogue.ts";
+import { parseSeries, promtoolCases } from "./promtool-tests.ts";
 import { allShippedQueries, dashboardQueries, PROM_RULE_FILES, ruleQueries, type Query } from "./queries.ts";
 
 /** Runs the daemon until the world's data is all in Loki, and returns its /metrics text. */
@@ -100,6 +107,33 @@ test("the failure-path series the alerts read are exported at 0 by a healthy dae
     "sf2loki_deadletter_write_failures_total",
   ])
     assert.ok(c.exported.has(name), `${name} is missing from /metrics`);
+});
+
+test("the promtool tests feed series shaped like the daemon's /metrics: names, labels, bucket bounds", async () => {
+  const c = await theCatalogue();
+  const series = promtoolCases().flatMap((t) =>
+    (t.input_series ?? []).map((s) => ({ where: t.name, ...parseSeries(s.series) })),
+  );
+  assert.ok(series.length > 40, `only ${series.length} input series`);
+  assert.deepEqual(seriesProblems(series, c), []);
+  const made = (series: string) => ({ where: "x", ...parseSeries(series) });
+  assert.deepEqual(
+    seriesProblems(
+      [
+        made('sf2loki_ingest_lag_seconds_bucket{job="sf2loki",source="pubsub",le="1000"}'),
+        made('sf2loki_loki_push_total{job="sf2loki",status="500"}'),
+        made('sf2loki_pushes_total{job="sf2loki"}'),
+        made('up{job="sf2loki",pod="a"}'),
+      ],
+      c,
+    ),
+    [
+      "x: 'sf2loki_ingest_lag_seconds_bucket' has no bucket le=\"1000\"",
+      "x: 'sf2loki_loki_push_total' has no label 'status'",
+      "x: 'sf2loki_pushes_total' is not a series the daemon exports",
+      "x: 'up' has no label 'pod'",
+    ],
+  );
 });
 
 test("docs/metrics.md lists exactly the instruments src/ declares, with the labels /metrics shows", async () => {
