@@ -81,13 +81,19 @@ export function expositionNames(base: string, kind: Kind): string[] {
  * ones as a suffix shorthand (`sf2loki_auth_refreshes` / `sf2loki_auth_errors`,
  * `sf2loki_apexlog_logs_ingested` / `_download_bytes`); a shorthand is resolved against `known`.
  */
-export function documentedMetrics(known: ReadonlySet<string>): Map<string, Set<string>> {
+export function documentedMetrics(
+  known: ReadonlySet<string>,
+  doc: string = readFileSync(METRICS_DOC, "utf8"),
+): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>();
-  for (const line of readFileSync(METRICS_DOC, "utf8").split("\n")) {
-    const cells = line.split("|").map((c) => c.trim());
+  for (const line of doc.split("\n")) {
+    // `\|` inside a cell is a value separator (`outcome` = `success` \| `retried`), not a column.
+    const cells = line.split(/(?<!\\)\|/).map((c) => c.trim());
     if (cells.length < 5 || !cells[1]!.startsWith("`sf2loki_")) continue;
     const names = [...cells[1]!.matchAll(/`([a-z0-9_]+)`/g)].map((m) => m[1]!);
-    const attrs = new Set([...cells[3]!.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!));
+    // A label opens the cell, a comma-separated item or a parenthesis (`(`org` under sharding)`);
+    // values after `=` or `\|`, and names inside remarks ("the destination's `tenant_id`"), are not labels.
+    const attrs = new Set([...cells[3]!.matchAll(/(?:^|,\s*|\(\s*)`([a-z_]+)`/g)].map((m) => m[1]!));
     const first = names[0]!;
     for (const n of names) {
       let name = n;
