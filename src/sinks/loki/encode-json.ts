@@ -2,7 +2,7 @@
 // labels and metadata keys sorted, so the same batch always yields the same bytes.
 import type { Labels } from "../../model.ts";
 import type { StreamGroup } from "./streams.ts";
-import { sortedKeys } from "./streams.ts";
+import { sortedKeys } from "../wire/protobuf.ts";
 
 function jsonObject(map: Labels): string {
   let out = "{";

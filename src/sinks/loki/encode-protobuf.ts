@@ -2,9 +2,17 @@
 // objects and no intermediate writers. Two passes over the batch: sizes first, then bytes.
 // Field numbers match proto/loki_push.proto; proto3 zero scalars are omitted, as Loki's Go encoder does.
 // bench/codec.ts measures this file against protobufjs on the same batches.
-import type { Labels } from "../../model.ts";
 import type { StreamGroup } from "./streams.ts";
-import { sortedKeys } from "./streams.ts";
+import {
+  NO_SHAPE,
+  hasShape,
+  withRoom,
+  shapeOf,
+  utf8Len,
+  varintLen,
+  writeField,
+  writeVarint,
+} from "../wire/protobuf.ts";
 
 const NS_PER_S = 1_000_000_000n;
 
@@ -20,41 +28,6 @@ const TAG_NANOS = 0x10; // Timestamp.nanos = 2 (int32)
 const TAG_NAME = 0x0a; // LabelPairAdapter.name = 1
 const TAG_VALUE = 0x12; // LabelPairAdapter.value = 2
 
-// Node's direct string writers skip `write()`'s encoding dispatch (measured ~1.5x on short strings).
-interface FastWriters {
-  utf8Write(s: string, offset: number, length: number): number;
-  latin1Write(s: string, offset: number, length: number): number;
-}
-const fast = Buffer.prototype as unknown as Partial<FastWriters>;
-const HAS_FAST_WRITERS = typeof fast.utf8Write === "function" && typeof fast.latin1Write === "function";
-
-function varintLen(v: number): number {
-  if (v < 0x80) return 1;
-  if (v < 0x4000) return 2;
-  if (v < 0x200000) return 3;
-  if (v < 0x10000000) return 4;
-  let n = 4;
-  let rest = Math.floor(v / 0x10000000);
-  while (rest > 0) {
-    n++;
-    rest = Math.floor(rest / 0x80);
-  }
-  return n;
-}
-
-function writeVarint(buf: Buffer, pos: number, v: number): number {
-  while (v > 0x7fffffff) {
-    buf[pos++] = (v % 0x80) | 0x80;
-    v = Math.floor(v / 0x80);
-  }
-  while (v > 0x7f) {
-    buf[pos++] = (v & 0x7f) | 0x80;
-    v >>>= 7;
-  }
-  buf[pos++] = v;
-  return pos;
-}
-
 /** int64 as a varint: negative seconds (pre-1970) take the 10-byte two's-complement form. */
 function int64Len(v: number): number {
   return v >= 0 ? varintLen(v) : 10;
@@ -69,32 +42,6 @@ function writeInt64(buf: Buffer, pos: number, v: number): number {
   }
   buf[pos++] = Number(u);
   return pos;
-}
-
-/** UTF-8 length; short ASCII strings (metadata names and values) are measured without a native call. */
-function utf8Len(s: string): number {
-  const n = s.length;
-  if (n > 64) return Buffer.byteLength(s, "utf8");
-  for (let i = 0; i < n; i++) if (s.charCodeAt(i) > 0x7f) return Buffer.byteLength(s, "utf8");
-  return n;
-}
-
-/** Writes `bytes` UTF-8 bytes of `s`; byte length equal to UTF-16 length means pure ASCII. */
-function writeStr(buf: Buffer, pos: number, s: string, bytes: number): number {
-  if (bytes === s.length && bytes <= 32) {
-    for (let i = 0; i < bytes; i++) buf[pos + i] = s.charCodeAt(i);
-    return pos + bytes;
-  }
-  if (!HAS_FAST_WRITERS) return pos + buf.write(s, pos, bytes, "utf8");
-  const w = buf as unknown as FastWriters;
-  return pos + (bytes === s.length ? w.latin1Write(s, pos, bytes) : w.utf8Write(s, pos, bytes));
-}
-
-function writeField(buf: Buffer, pos: number, tag: number, s: string, bytes: number): number {
-  if (bytes === 0) return pos;
-  buf[pos++] = tag;
-  pos = writeVarint(buf, pos, bytes);
-  return writeStr(buf, pos, s, bytes);
 }
 
 /**
@@ -149,12 +96,7 @@ function planFor(streams: number, entries: number): Plan {
 
 /** metaLens with room for slot `m + 2`, its contents kept. */
 function metaLensFor(p: Plan, m: number): Float64Array {
-  if (m + 3 > p.metaLens.length) {
-    const grown = new Float64Array(Math.max(m + 3, p.metaLens.length * 2));
-    grown.set(p.metaLens);
-    p.metaLens = grown;
-  }
-  return p.metaLens;
+  return (p.metaLens = withRoom(p.metaLens, m + 3));
 }
 
 /** Splits integer nanoseconds into Timestamp seconds + nanos (0 ≤ nanos < 1e9), exactly. */
@@ -166,37 +108,6 @@ function splitNs(ts: bigint, out: { s: number; n: number }): void {
   if (n < 0) n += 1e9; // BigInt % truncates toward zero; Timestamp nanos are never negative
   out.s = Math.round((Number(ts) - n) / 1e9);
   out.n = n;
-}
-
-/**
- * The metadata names of a run of entries: a source builds every entry's metadata with the same names
- * in the same order, so they are listed, sorted and measured once per run, not once per entry.
- */
-interface MetaShape {
-  /** Names in the map's own order (what for-in yields), to recognise the next map of this shape. */
-  readonly own: readonly string[];
-  /** Names ascending: the write order. */
-  readonly sorted: string[];
-  /** UTF-8 bytes of each sorted name. */
-  readonly nameBytes: readonly number[];
-}
-
-const NO_SHAPE: MetaShape = { own: [], sorted: [], nameBytes: [] };
-
-/** True when `map` has exactly the names of `shape`, in the same order; allocates nothing. */
-function hasShape(map: Labels, shape: MetaShape): boolean {
-  const own = shape.own;
-  let i = 0;
-  for (const k in map) {
-    if (own[i] !== k) return false;
-    i++;
-  }
-  return i === own.length;
-}
-
-function shapeOf(map: Labels): MetaShape {
-  const sorted = sortedKeys(map);
-  return { own: Object.keys(map), sorted, nameBytes: sorted.map(utf8Len) };
 }
 
 function plan(streams: readonly StreamGroup[]): Plan {

@@ -59,12 +59,3 @@ export function groupStreams(batch: Batch): StreamGroup[] {
   }
   return groups;
 }
-
-/** Metadata names ascending; the common already-sorted case allocates nothing beyond Object.keys. */
-export function sortedKeys(map: Labels): string[] {
-  const keys = Object.keys(map);
-  for (let i = 1; i < keys.length; i++) {
-    if (keys[i - 1]! > keys[i]!) return keys.sort();
-  }
-  return keys;
-}
