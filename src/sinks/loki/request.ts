@@ -12,6 +12,7 @@ import type { WireFormat } from "./settings.ts";
 import { groupStreams } from "./streams.ts";
 import { encodePushRequest } from "./encode-protobuf.ts";
 import { encodeJsonPush } from "./encode-json.ts";
+import type { EncodedRequest } from "../wire/push-service.ts";
 
 const gzip = promisify(gzipAsync);
 
@@ -25,10 +26,7 @@ const SNAPPY_OPTS = { copyOutputData: true };
  */
 export const OFFLOAD_LINE_BYTES = 1_048_576;
 
-export interface EncodedRequest {
-  readonly body: Buffer;
-  readonly headers: Readonly<Record<string, string>>;
-}
+export type { EncodedRequest };
 
 const HEADERS: Record<WireFormat, Readonly<Record<string, string>>> = {
   "protobuf-snappy": { "content-type": "application/x-protobuf", "content-encoding": "snappy" },

@@ -17,7 +17,7 @@ import { attribute } from "./attribute.ts";
 import { PushDrops } from "./drops.ts";
 import { LOKI_DEFAULT_LIMITS, checkLimits, type LokiLimits } from "./limits.ts";
 import { parseRefusals } from "./refusals.ts";
-import { authHeaders } from "./auth.ts";
+import { authHeaders } from "../wire/auth.ts";
 import { guardStaticLabels, renderLabels } from "./labels.ts";
 import { capLines } from "./line-cap.ts";
 import { createLokiSinkMetrics, type LokiSinkMetrics } from "./metrics.ts";

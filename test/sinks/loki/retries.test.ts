@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { pino } from "pino";
 import { PermanentSinkError, RetryableSinkError } from "../../../src/sinks/sink.ts";
 import { createLokiSink } from "../../../src/sinks/loki/sink.ts";
-import { parseRetryAfter } from "../../../src/sinks/loki/retry-policy.ts";
+import { parseRetryAfter } from "../../../src/sinks/wire/retry-policy.ts";
 import { startLokiReceiver } from "../../../src/sim/loki.ts";
 import { ManualClock } from "../../../src/util/clock.ts";
 import { entries, entry, harness, settings } from "./support.ts";

@@ -10,7 +10,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { metrics } from "@opentelemetry/api";
 import { silentLogger } from "../../../src/obs/logger.ts";
-import { DISCARD_MAX_BYTES, exchange, type ExchangeRequest } from "../../../src/sinks/loki/exchange.ts";
+import { DISCARD_MAX_BYTES, exchange, type ExchangeRequest } from "../../../src/sinks/wire/exchange.ts";
 import { createLokiPool, LokiService } from "../../../src/sinks/loki/service.ts";
 import { ManualClock } from "../../../src/util/clock.ts";
 import { Pool } from "../../../src/util/http-dispatchers.ts";

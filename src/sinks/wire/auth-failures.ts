@@ -7,11 +7,14 @@ export class AuthFailureLog {
   readonly #logger: Logger;
   readonly #where: string;
   readonly #key: string;
+  readonly #peer: string;
 
-  constructor(logger: Logger, where: string, key = "sink.loki") {
+  /** `peer` names who answers, for messages: `Loki`, `the OTLP receiver`. */
+  constructor(logger: Logger, where: string, key = "sink.loki", peer = "Loki") {
     this.#logger = logger;
     this.#where = where;
     this.#key = key;
+    this.#peer = peer;
   }
 
   failed(status: number, detail: string): void {
@@ -20,7 +23,7 @@ export class AuthFailureLog {
     if (n !== 1 && n % 10 !== 0) return;
     this.#logger.error(
       { status, consecutiveFailures: n, detail },
-      `Loki at ${this.#where} refused the push with HTTP ${status}: check ${this.#key}.url, tenant_id and ` +
+      `${this.#peer} at ${this.#where} refused the push with HTTP ${status}: check ${this.#key}.url, tenant_id and ` +
         `auth_token; batches and checkpoints are held and retried until it is fixed`,
     );
   }
@@ -29,7 +32,7 @@ export class AuthFailureLog {
     if (this.#consecutive === 0) return;
     this.#logger.info(
       { consecutiveFailures: this.#consecutive },
-      `Loki at ${this.#where} accepts pushes again after ${this.#consecutive} refused attempts`,
+      `${this.#peer} at ${this.#where} accepts pushes again after ${this.#consecutive} refused attempts`,
     );
     this.#consecutive = 0;
   }

@@ -1,5 +1,5 @@
 // One HTTP exchange through an undici dispatcher with a handler of our own, not undici's request():
-// the push needs a status, one header and at most a few KB of an error body, and request() wraps
+// a push (Loki's or OTLP's) needs a status, one header and at most a few KB of an error body, and request() wraps
 // every response in a Readable and a handler that hold the request body. Measured on the e2e bench
 // (bench/README.md, "The request body and the major GCs"), those kept each ~46 KB compressed body
 // alive past the young generation's collections: the bodies reached old space and only a full GC
@@ -27,6 +27,8 @@ export interface Exchanged {
   headers: IncomingHttpHeaders;
   /** The body's first `keepBytes(status)` bytes as UTF-8; the rest was read and dropped. */
   text: string;
+  /** The same bytes, undecoded (an OTLP answer is protobuf). */
+  raw: Buffer;
   /** Set when the body broke off after the headers (reset, timeout); `text` holds what came. */
   bodyError: Error | undefined;
 }
@@ -69,8 +71,8 @@ export function exchange(
   const finish = (bodyError: Error | undefined): void => {
     if (settled) return;
     settle();
-    const text = Buffer.concat(chunks).toString("utf8", 0, Math.min(read, keep));
-    resolve({ status, headers, text, bodyError });
+    const raw = Buffer.concat(chunks).subarray(0, Math.min(read, keep));
+    resolve({ status, headers, text: raw.toString("utf8"), raw, bodyError });
   };
   signal?.addEventListener("abort", onAbort, { once: true });
   try {

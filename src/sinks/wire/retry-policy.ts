@@ -1,4 +1,4 @@
-// The sink's internal retry schedule and Retry-After reading (spec B §4.6).
+// A push's internal retry schedule and Retry-After reading (spec B §4.6), for either sink.
 import type { RetryPolicy } from "../../util/retry.ts";
 
 export const MAX_ATTEMPTS = 5;
@@ -7,7 +7,7 @@ const MAX_BACKOFF_MS = 30_000;
 const RETRY_AFTER_CAP_MS = 60_000;
 
 /** U(0.5 s, min(30 s, 2^(n-1) s)) before attempt n+1: ≈ U(.5,1), U(.5,2), U(.5,4), U(.5,8). */
-export const lokiRetryPolicy: RetryPolicy = {
+export const pushRetryPolicy: RetryPolicy = {
   maxAttempts: MAX_ATTEMPTS,
   backoffMs(attempt, random) {
     const hi = Math.max(MIN_BACKOFF_MS, Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (attempt - 1)));
