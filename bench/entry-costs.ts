@@ -10,7 +10,7 @@ import { LogEntry, nsToNumber } from "../src/model.ts";
 import { createMetrics } from "../src/obs/metrics.ts";
 import { IngestTally } from "../src/pipeline/ingest-tally.ts";
 import { PipelineMetrics } from "../src/pipeline/metrics.ts";
-import { capLines } from "../src/sinks/loki/line-cap.ts";
+import { capLines } from "../src/sinks/wire/line-cap.ts";
 import { checkLimits, LOKI_DEFAULT_LIMITS } from "../src/sinks/loki/limits.ts";
 import { encodeRequestSync } from "../src/sinks/loki/request.ts";
 import { makeCorpus } from "./codec.ts";

@@ -8,7 +8,7 @@ import { Pool, type Dispatcher } from "../../util/http-dispatchers.ts";
 import { describeError } from "../../errors.ts";
 import type { LogEntry } from "../../model.ts";
 import { StoredLookupError, type StoredAnswer, type StoredLookup } from "../sink.ts";
-import { truncateLine } from "./line-cap.ts";
+import { truncateLine } from "../wire/line-cap.ts";
 import { groupStreams, type StreamGroup } from "./streams.ts";
 import type { LokiDeadlines } from "./service.ts";
 

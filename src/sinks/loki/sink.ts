@@ -14,12 +14,13 @@ import {
   type Sink,
 } from "../sink.ts";
 import { attribute } from "./attribute.ts";
-import { PushDrops } from "./drops.ts";
+import { PushDrops } from "../wire/drops.ts";
 import { LOKI_DEFAULT_LIMITS, checkLimits, type LokiLimits } from "./limits.ts";
 import { parseRefusals } from "./refusals.ts";
 import { authHeaders } from "../wire/auth.ts";
 import { guardStaticLabels, renderLabels } from "./labels.ts";
-import { capLines } from "./line-cap.ts";
+import { capLines } from "../wire/line-cap.ts";
+import { deliverIsolating } from "../wire/isolate.ts";
 import { createLokiSinkMetrics, type LokiSinkMetrics } from "./metrics.ts";
 import { encodeRequest } from "./request.ts";
 import {
@@ -186,71 +187,30 @@ export class LokiSink implements Sink {
   }
 
   /**
-   * Pushes `entries`. A 400 is read per entry: what Loki names is dropped with its words, what it
-   * does not name was stored and is not sent again. Only what the answer leaves open is pushed
-   * again: as one request when the answer settled some of it, split in halves when it settled
-   * nothing (an unreadable body, a 413). Those extra requests come out of `budget`; once spent, the
-   * parts still open are dropped whole, saying so. A retryable failure anywhere propagates at once:
-   * the pipeline retries the original batch.
+   * Pushes `entries` (wire/isolate.ts): a 400 is read per entry, what Loki names is dropped with its
+   * words, what it does not name was stored and is not sent again; a 429 naming the tenant's limit
+   * is learned and the part goes again, smaller and paced. Nothing of a rate-limited part was stored.
    */
   async #deliver(entries: readonly LogEntry[], ctx: DeliverContext): Promise<void> {
-    const queue: { part: readonly LogEntry[]; cause: LokiRejectedError | undefined }[] = [
-      { part: entries, cause: undefined },
-    ];
-    let budget = ctx.budget;
-    while (queue.length > 0) {
-      const { part, cause } = queue.shift()!;
-      const chunks = this.#pacer.split(part);
-      if (chunks) {
-        // Above what this tenant's limit lets through in one request: sent in order, in pieces, each
-        // still carrying the refusal it is being isolated for.
-        queue.unshift(...chunks.map((chunk) => ({ part: chunk, cause })));
-        if (cause) budget += chunks.length - 1;
-        continue;
-      }
-      if (cause) {
-        if (budget <= 0) {
-          const reason = rejectionReason(cause.status);
-          const detail =
-            `${cause.detail} (not isolated: this batch's ${ctx.budget} extra requests for isolating ` +
-            `refused entries are spent)`;
-          ctx.drops.add(part.map((entry) => ({ entry, reason, detail })));
-          continue;
-        }
-        budget--;
-      }
-      await this.#pacer.pace(part, ctx.signal);
-      const request = await encodeRequest(part, this.#format);
-      try {
-        await this.#service.send(request, ctx.signal);
+    await deliverIsolating(entries, ctx, {
+      split: (part) => this.#pacer.split(part),
+      pace: (part) => this.#pacer.pace(part, ctx.signal),
+      send: async (part) => this.#service.send(await encodeRequest(part, this.#format), ctx.signal),
+      landed: (part) => {
         this.#pacer.landed(part);
-        if (part !== entries) ctx.onLanded?.(part);
-        continue;
-      } catch (err) {
-        if (err instanceof LokiRateLimitedError) {
-          // Not an outage and not this part's fault: learn the limit, then the part goes again
-          // (smaller, and once the tenant's bucket has refilled). Nothing of it was stored.
-          this.#pacer.limited(err.notice, part);
-          queue.unshift({ part, cause });
-          if (cause) budget++;
-          continue;
-        }
-        if (!(err instanceof LokiRejectedError)) throw err;
-        const open = this.#settle(part, err, ctx);
-        if (open.length === 0) continue;
-        if (open.length === 1 && part.length === 1) {
-          this.#isolated(open[0]!, err, ctx);
-          continue;
-        }
-        if (open.length < part.length) {
-          queue.unshift({ part: open, cause: err });
-          continue;
-        }
-        this.#logger.debug({ entries: part.length, status: err.status }, "Loki refused a batch, bisecting");
-        const mid = Math.floor(open.length / 2);
-        queue.unshift({ part: open.slice(0, mid), cause: err }, { part: open.slice(mid), cause: err });
-      }
-    }
+      },
+      again: (err, part) => {
+        if (!(err instanceof LokiRateLimitedError)) return false;
+        this.#pacer.limited(err.notice, part);
+        return true;
+      },
+      refusal: (err) => (err instanceof LokiRejectedError ? err : undefined),
+      settle: (part, err) => this.#settle(part, err, ctx),
+      isolated: (entry, err) => {
+        this.#isolated(entry, err, ctx);
+      },
+      reason: (err) => rejectionReason(err.status),
+    });
   }
 
   /** Drops what a 400 names; returns what it leaves open (everything, for a 413). */

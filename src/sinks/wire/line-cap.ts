@@ -1,4 +1,4 @@
-// Per-line byte cap (spec B §4.5): one fat row must not make Loki refuse a whole batch.
+// Per-line byte cap (spec B §4.5): one fat row must not make the receiver refuse a whole batch.
 import type { LogEntry } from "../../model.ts";
 
 /** `…[truncated, original <N> bytes]`, U+2026 ellipsis, N = the original UTF-8 length. */

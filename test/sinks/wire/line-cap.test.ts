@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { capLines, truncateLine, truncationMarker } from "../../../src/sinks/loki/line-cap.ts";
-import { entry, harness } from "./support.ts";
+import { capLines, truncateLine, truncationMarker } from "../../../src/sinks/wire/line-cap.ts";
+import { entry, harness } from "../loki/support.ts";
 
 const utf8 = (s: string): number => Buffer.byteLength(s, "utf8");
 
