@@ -16,6 +16,7 @@ import { LimitsPoller } from "./salesforce/limits.ts";
 import { RestClient } from "./salesforce/rest.ts";
 import type { Sink, StoredLookup } from "./sinks/sink.ts";
 import { createLokiSink } from "./sinks/loki/sink.ts";
+import { createOtlpSink } from "./sinks/otlp/sink.ts";
 import { compileTransforms } from "./egress/transforms.ts";
 import { egressConfigured, GovernedSink } from "./egress/governed-sink.ts";
 import { EgressGovernors } from "./egress/governors.ts";
@@ -110,7 +111,7 @@ export function buildGraph(config: Config, deps: WiringDeps = {}): Graph {
   // push through a destination's `sink`, so both are governed with no second data path.
   const egressMetrics = new EgressMetrics(meter);
   const destinations = resolveDestinations(config).map((d) =>
-    wireDestination(d, deps, common, egressMetrics),
+    wireDestination(config.sink.type, d, deps, common, egressMetrics),
   );
   const main = destinations[0]!;
   const { sink, egress } = main;
@@ -178,7 +179,27 @@ export function buildGraph(config: Config, deps: WiringDeps = {}): Graph {
   return { config, orgs, sink, egress, destinations, governors, store, coordinator, pipeline, deadLetters };
 }
 
+/**
+ * The destination's sink by `sink.type`. OTLP takes its transport from `sink.otlp` and what shapes a
+ * batch (the line cap, Loki's limits) from `sink.loki`, as the pipeline does its batching.
+ */
+function buildSink(type: Config["sink"]["type"], destination: LokiDestination, own: Common): Sink {
+  const deps = { ...own, configKey: destination.where };
+  if (type === "loki") return createLokiSink(destination.loki, deps);
+  const { otlp, loki } = destination;
+  return createOtlpSink(
+    {
+      ...otlp,
+      url: otlp.url ?? "",
+      batch: { max_line_bytes: loki.batch.max_line_bytes },
+      limits: loki.limits,
+    },
+    deps,
+  );
+}
+
 function wireDestination(
+  type: Config["sink"]["type"],
   destination: LokiDestination,
   deps: WiringDeps,
   common: Common,
@@ -189,7 +210,7 @@ function wireDestination(
     ? common
     : { ...common, logger: common.logger.child({ destination: destination.name }) };
   // Its messages name the keys to fix: `orgs[<org>].sink.loki.url`, not the top-level one.
-  const built = (): Sink => createLokiSink(destination.loki, { ...own, configKey: destination.where });
+  const built = (): Sink => buildSink(type, destination, own);
   const inner = main ? (deps.sink ?? built()) : built();
   const settings = destination.loki.egress;
   const egress = egressConfigured(settings)

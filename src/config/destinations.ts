@@ -1,5 +1,6 @@
 // Where each org's lines go (#123): the top-level `sink.loki` destination, or an org's own one from
-// `orgs[].sink.loki`. A destination is a Loki push URL plus the tenant and credentials sent to it; orgs
+// `orgs[].sink.loki` (`sink.otlp` and `orgs[].sink.otlp` under sink.type otlp, #28). A destination is a
+// push URL plus the tenant and credentials sent to it; orgs
 // that resolve to the same ones share it (one connection pool, one egress governor, one daily budget).
 // Pure and offline: `--check` and the daemon resolve the same list.
 import { BUDGET_KEY } from "../egress/budget.ts";
@@ -7,6 +8,7 @@ import { ConfigError } from "../errors.ts";
 import type { Config } from "./schema.ts";
 
 type LokiConfig = Config["sink"]["loki"];
+type OtlpConfig = Config["sink"]["otlp"];
 export type EgressConfig = LokiConfig["egress"];
 
 export interface LokiDestination {
@@ -16,7 +18,9 @@ export interface LokiDestination {
   orgs: string[];
   /** The complete `sink.loki` this destination's sink is built from (labels, batch, encoding shared). */
   loki: LokiConfig;
-  /** Where its settings are, for operator messages: `sink.loki`, or `orgs[<org>].sink.loki`. */
+  /** With `sink.type: otlp`: the complete `sink.otlp` its OTLP sink is built from (pipeline settings: `loki`). */
+  otlp: OtlpConfig;
+  /** Where its settings are, for operator messages: `sink.loki`, or `orgs[<org>].sink.loki` (`…otlp`). */
   where: string;
   /** Checkpoint key of its daily budget counter: `egress:budget` (the Python key) for the top-level one. */
   budgetKey: string;
@@ -27,34 +31,42 @@ function set(value: string | null | undefined): string | undefined {
   return value !== null && value !== undefined && value.trim() !== "" ? value : undefined;
 }
 
-/** Same URL, same tenant, same credentials: one destination. */
-function identity(loki: LokiConfig): string {
+/** Same URL, same tenant, same credentials (and headers, for OTLP): one destination. */
+function identity(type: Config["sink"]["type"], loki: LokiConfig, otlp: OtlpConfig): string {
+  if (type === "otlp") {
+    return JSON.stringify([
+      otlp.url,
+      set(otlp.tenant_id) ?? "",
+      otlp.auth,
+      set(otlp.auth_token) ?? "",
+      Object.entries(otlp.headers).sort(),
+    ]);
+  }
   return JSON.stringify([loki.url, set(loki.tenant_id) ?? "", loki.auth, set(loki.auth_token) ?? ""]);
 }
 
+/** The keys an org's destination override may set, in `orgs[].sink.loki` and `orgs[].sink.otlp` alike. */
+interface Endpoint {
+  url: string | null;
+  tenant_id: string | null;
+  auth: "basic" | "bearer";
+  auth_token: string | null;
+  auth_token_file: string | null;
+}
+
+type EndpointOverride = { [K in keyof Endpoint]: Endpoint[K] | null };
+
 /**
- * One org's `sink.loki`, overrides applied. An org with its own `url` inherits no tenant, auth mode
- * or token: credentials meant for one Loki are never sent to another because a key was left out.
+ * One org's endpoint, overrides applied. An org with its own `url` inherits no tenant, auth mode or
+ * token (nor what `forget` adds): credentials meant for one receiver are never sent to another
+ * because a key was left out.
  */
-function orgLoki(top: LokiConfig, o: Config["orgs"][number]["sink"]["loki"]): LokiConfig {
+function overridden<T extends Endpoint>(top: T, o: EndpointOverride, forget: (top: T) => Partial<T>): T {
   const ownUrl = set(o.url);
-  // Nor the query URL: lookups go to the Loki the org pushes to (derived from its own url).
-  const base =
+  const base: T =
     ownUrl === undefined
       ? top
-      : {
-          ...top,
-          tenant_id: null,
-          auth: "basic" as const,
-          auth_token: null,
-          reconcile: { ...top.reconcile, query_url: null },
-        };
-  const egress: EgressConfig = {
-    max_lines_per_second: o.egress.max_lines_per_second ?? top.egress.max_lines_per_second,
-    max_bytes_per_second: o.egress.max_bytes_per_second ?? top.egress.max_bytes_per_second,
-    daily_byte_budget: o.egress.daily_byte_budget ?? top.egress.daily_byte_budget,
-    budget_action: o.egress.budget_action ?? top.egress.budget_action,
-  };
+      : { ...top, tenant_id: null, auth: "basic" as const, auth_token: null, ...forget(top) };
   return {
     ...base,
     url: ownUrl ?? top.url,
@@ -62,8 +74,25 @@ function orgLoki(top: LokiConfig, o: Config["orgs"][number]["sink"]["loki"]): Lo
     auth: o.auth ?? base.auth,
     auth_token: set(o.auth_token) ?? base.auth_token,
     auth_token_file: null,
-    egress,
   };
+}
+
+/** One org's `sink.otlp`: an own url inherits no headers either (they may carry credentials). */
+function orgOtlp(top: OtlpConfig, o: Config["orgs"][number]["sink"]["otlp"]): OtlpConfig {
+  return overridden(top, o, () => ({ headers: {} }));
+}
+
+/** One org's `sink.loki`, its egress overrides applied over the top-level ones. */
+function orgLoki(top: LokiConfig, o: Config["orgs"][number]["sink"]["loki"]): LokiConfig {
+  const egress: EgressConfig = {
+    max_lines_per_second: o.egress.max_lines_per_second ?? top.egress.max_lines_per_second,
+    max_bytes_per_second: o.egress.max_bytes_per_second ?? top.egress.max_bytes_per_second,
+    daily_byte_budget: o.egress.daily_byte_budget ?? top.egress.daily_byte_budget,
+    budget_action: o.egress.budget_action ?? top.egress.budget_action,
+  };
+  // Nor the query URL: lookups go to the Loki the org pushes to (derived from its own url).
+  const loki = overridden(top, o, (t) => ({ reconcile: { ...t.reconcile, query_url: null } }));
+  return { ...loki, egress };
 }
 
 function sameEgress(a: EgressConfig, b: EgressConfig): boolean {
@@ -82,14 +111,16 @@ function sameEgress(a: EgressConfig, b: EgressConfig): boolean {
  */
 export function resolveDestinations(config: Config): LokiDestination[] {
   const top = config.sink.loki;
+  const type = config.sink.type;
   const main: LokiDestination = {
     name: "",
     orgs: [],
     loki: top,
-    where: "sink.loki",
+    otlp: config.sink.otlp,
+    where: `sink.${type}`,
     budgetKey: BUDGET_KEY,
   };
-  const byIdentity = new Map<string, LokiDestination>([[identity(top), main]]);
+  const byIdentity = new Map<string, LokiDestination>([[identity(type, top, config.sink.otlp), main]]);
   const out = [main];
   if (config.orgs.length === 0) {
     main.orgs.push("");
@@ -97,14 +128,16 @@ export function resolveDestinations(config: Config): LokiDestination[] {
   }
   for (const org of config.orgs) {
     const loki = orgLoki(top, org.sink.loki);
-    const key = identity(loki);
+    const otlp = orgOtlp(config.sink.otlp, org.sink.otlp);
+    const key = identity(type, loki, otlp);
     let dest = byIdentity.get(key);
     if (!dest) {
       dest = {
         name: org.name,
         orgs: [],
         loki,
-        where: `orgs[${org.name}].sink.loki`,
+        otlp,
+        where: `orgs[${org.name}].sink.${type}`,
         budgetKey: `${BUDGET_KEY}:${org.name}`,
       };
       byIdentity.set(key, dest);

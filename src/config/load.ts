@@ -90,17 +90,27 @@ function resolveSecrets(config: Config): Config {
       ...org,
       salesforce: resolveSalesforce(org.salesforce, prefix),
       sources: resolveSources(org.sources, prefix),
-      sink: resolveOrgSink(org.sink, prefix),
+      sink: resolveOrgSink(org.sink, prefix, config.sink.type),
     };
   });
   const loki = config.sink.loki;
   const lokiToken = resolveSecret(loki.auth_token, loki.auth_token_file, "sink.loki.auth_token");
+  // Each sink's secret file is read only when that sink is the one used: a leftover block never fails a start.
+  const otlp = config.sink.otlp;
+  const otlpToken =
+    config.sink.type === "otlp"
+      ? resolveSecret(otlp.auth_token, otlp.auth_token_file, "sink.otlp.auth_token")
+      : otlp.auth_token;
   const resolved: Config = {
     ...config,
     salesforce: config.salesforce ? resolveSalesforce(config.salesforce, "") : null,
     sources: resolveSources(config.sources, ""),
     orgs,
-    sink: { ...config.sink, loki: { ...loki, auth_token: lokiToken ?? null } },
+    sink: {
+      ...config.sink,
+      loki: { ...loki, auth_token: lokiToken ?? null },
+      otlp: { ...otlp, auth_token: otlpToken ?? null },
+    },
     state: {
       ...config.state,
       azure: resolveAzure(config.state.azure, "state.azure", config.state.store === "azure"),
@@ -118,16 +128,27 @@ function resolveSecrets(config: Config): Config {
   return resolved;
 }
 
-function resolveOrgSink(sink: OrgConfig["sink"], prefix: string): OrgConfig["sink"] {
-  const loki = sink.loki;
-  let token: string | undefined;
+function resolveOrgSink(
+  sink: OrgConfig["sink"],
+  prefix: string,
+  type: Config["sink"]["type"],
+): OrgConfig["sink"] {
+  const { loki, otlp } = sink;
   try {
-    token = resolveSecret(loki.auth_token, loki.auth_token_file, "orgs[].sink.loki.auth_token");
+    const lokiToken = resolveSecret(loki.auth_token, loki.auth_token_file, "orgs[].sink.loki.auth_token");
+    const otlpToken =
+      type === "otlp"
+        ? resolveSecret(otlp.auth_token, otlp.auth_token_file, "orgs[].sink.otlp.auth_token")
+        : otlp.auth_token;
+    return {
+      ...sink,
+      loki: { ...loki, auth_token: lokiToken ?? null },
+      otlp: { ...otlp, auth_token: otlpToken ?? null },
+    };
   } catch (err) {
     if (err instanceof ConfigError) throw new ConfigError(prefix + err.message);
     throw err;
   }
-  return { ...sink, loki: { ...loki, auth_token: token ?? null } };
 }
 
 function resolveSalesforce(sf: SalesforceConfig, prefix: string): SalesforceConfig {

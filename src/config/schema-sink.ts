@@ -14,6 +14,7 @@ import {
   secret,
   secretFile,
   section,
+  str,
   strList,
   strMap,
 } from "./fields.ts";
@@ -140,8 +141,8 @@ const reconcile = section(
 
 const loki = section(
   z.strictObject({
-    url: meta(z.string().min(1, "must not be empty"), {
-      description: "Full Loki push URL.",
+    url: meta(z.string().default(""), {
+      description: "Full Loki push URL. Required when sink.type is loki.",
       examples: ["https://logs-prod-us-central1.grafana.net/loki/api/v1/push"],
     }),
     tenant_id: optStr("Tenant: the basic-auth user when a token is set, else sent as X-Scope-OrgID."),
@@ -171,10 +172,64 @@ const loki = section(
     limits,
     reconcile,
   }),
-  "Grafana Loki.",
+  "Grafana Loki. With sink.type otlp, its labels, structured_metadata_fields, batch, egress and limits still apply (they shape the pipeline, whatever the wire): docs/otlp.md.",
 );
 
-export const sinkSchema = z.strictObject({ loki });
+const otlp = section(
+  z.strictObject({
+    url: optStr("Full OTLP/HTTP logs URL. Required when sink.type is otlp.", [
+      "http://loki:3100/otlp/v1/logs",
+      "http://otel-collector:4318/v1/logs",
+    ]),
+    tenant_id: optStr(
+      "Tenant, as for sink.loki: the basic-auth user when a token is set, else sent as X-Scope-OrgID.",
+    ),
+    auth: oneOf(["basic", "bearer"], "basic", "How auth_token is sent: basic (tenant_id as user) or bearer."),
+    auth_token: secret("Token for the OTLP receiver. Prefer auth_token_file."),
+    auth_token_file: secretFile("File holding the OTLP receiver's token.", [
+      "/etc/sf2loki/secrets/otlp-token",
+    ]),
+    headers: strMap(
+      "Extra HTTP headers sent with every export (not Content-Type, Content-Encoding or auth).",
+      [{ "X-Org": "acme" }],
+    ),
+    compression: oneOf(["gzip", "none"], "gzip", "Request body compression."),
+    service_name: str(
+      "sf2loki",
+      "The service.name resource attribute (Loki indexes it as the service_name label).",
+    ),
+  }),
+  "OTLP/HTTP logs (protobuf), to Loki's /otlp/v1/logs or any OpenTelemetry logs receiver; used when sink.type is otlp (docs/otlp.md).",
+);
+
+export const sinkSchema = z
+  .strictObject({
+    type: oneOf(
+      ["loki", "otlp"],
+      "loki",
+      "Where lines go: Loki's push API (sink.loki) or OTLP/HTTP (sink.otlp).",
+    ),
+    loki,
+    otlp,
+  })
+  .superRefine((s, ctx) => {
+    if (s.type === "loki" && s.loki.url.trim() === "") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["loki", "url"],
+        message: "required with sink.type loki: set the full Loki push URL (…/loki/api/v1/push)",
+      });
+    }
+    if (s.type === "otlp" && (s.otlp.url ?? "").trim() === "") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["otlp", "url"],
+        message:
+          "required with sink.type otlp: set the full OTLP logs URL (Loki: …/otlp/v1/logs, a collector: …/v1/logs)",
+      });
+    }
+  });
+export type OtlpConfig = z.output<typeof otlp>;
 
 const egressOverride = section(
   z.strictObject({
@@ -210,7 +265,27 @@ const lokiOverride = section(
   "Per-org Loki destination: unset keys inherit sink.loki; orgs resolving to the same url, tenant and credentials share one destination (docs/egress.md).",
 );
 
-export const orgSinkSchema = z.strictObject({ loki: lokiOverride });
+/**
+ * `orgs[].sink.otlp`: one org's own OTLP destination under sink.type otlp, inheriting as
+ * `orgs[].sink.loki` does: an org with its own `url` inherits no tenant, credentials or headers.
+ */
+const otlpOverride = section(
+  z.strictObject({
+    url: optStr(
+      "This org's OTLP logs URL. Unset: sink.otlp.url (with its tenant, credentials and headers).",
+      ["http://loki-emea:3100/otlp/v1/logs"],
+    ),
+    tenant_id: optStr("This org's tenant (X-Scope-OrgID, or the basic-auth user with a token)."),
+    auth: optOneOf(["basic", "bearer"], "How this org's auth_token is sent. Unset: sink.otlp.auth."),
+    auth_token: secret("This org's OTLP token. Prefer auth_token_file."),
+    auth_token_file: secretFile("File holding this org's OTLP token.", [
+      "/etc/sf2loki/secrets/otlp-token-emea",
+    ]),
+  }),
+  "Per-org OTLP destination (sink.type otlp): unset keys inherit sink.otlp; its egress limits are orgs[].sink.loki.egress.",
+);
+
+export const orgSinkSchema = z.strictObject({ loki: lokiOverride, otlp: otlpOverride });
 export type LokiOverride = z.output<typeof lokiOverride>;
 
 export const sinkField = meta(sinkSchema, { description: "Where the lines go." });

@@ -71,6 +71,21 @@ export const configSchema = z
           "top-level 'sources' cannot be combined with 'orgs'; move per-org source config under each entry",
       });
     }
+    // An org's destination keys for the sink not in use would be silently ignored: refuse them.
+    const unused = c.sink.type === "otlp" ? "loki" : "otlp";
+    for (const o of c.orgs) {
+      const block = o.sink[unused];
+      const set = (["url", "tenant_id", "auth_token", "auth_token_file"] as const).filter(
+        (k) => (block[k] ?? "").trim() !== "",
+      );
+      if (set.length > 0) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["orgs"],
+          message: `org '${o.name}': orgs[].sink.${unused}.${set[0]} is set but sink.type is ${c.sink.type}; move it to orgs[].sink.${c.sink.type} or remove it`,
+        });
+      }
+    }
     for (const label of ORG_IDENTITY_LABELS) {
       if (label in c.sink.loki.labels) {
         ctx.addIssue({

@@ -65,7 +65,15 @@ test("the JSON Schema is draft 2020-12, titled Config, strict, and parses", () =
   assert.ok(jsonSchema().endsWith("}\n"));
 });
 
-test("no removed key reappears (sink.type, #72)", () => {
-  const sink = parse(exampleYaml()) as { sink: Record<string, unknown> };
-  assert.equal("type" in sink.sink, false);
+test("sink.type is a live key, not the dead one #72 removed: otlp without sink.otlp.url is refused by name", async () => {
+  const sink = parse(exampleYaml()) as { sink: { type: string } };
+  assert.equal(sink.sink.type, "loki");
+  const dir = tempDir();
+  const path = writeFile(
+    dir,
+    "otlp.yaml",
+    "salesforce: {instance_url: https://x.my.salesforce.com, client_id: c, client_secret: s, auth_flow: client_credentials}\n" +
+      "sink: {type: otlp}\n",
+  );
+  await assert.rejects(loadConfig(path, {}), /sink\.otlp\.url: required with sink\.type otlp/);
 });

@@ -42,6 +42,17 @@ export interface DecodedRequest {
   }[];
 }
 
+// google.rpc.Status (googleapis, google/rpc/status.proto), without its Any details: what an OTLP
+// receiver's failure body holds.
+const Status = protobuf
+  .parse('syntax = "proto3"; package google.rpc; message Status { int32 code = 1; string message = 2; }')
+  .root.lookupType("google.rpc.Status");
+
+/** A google.rpc.Status body with `message` (code 3, INVALID_ARGUMENT, unless given). */
+export function encodeStatus(message: string, code = 3): Buffer {
+  return Buffer.from(Status.encode(Status.fromObject({ code, message })).finish());
+}
+
 /** Decodes an (uncompressed) ExportLogsServiceRequest body; throws on malformed bytes. */
 export function decodeExportRequest(body: Uint8Array): DecodedRequest {
   return Request.toObject(Request.decode(body), {

@@ -39,23 +39,31 @@ function structuredMetadataBytes(entry: LogEntry): number {
   return n;
 }
 
+/** The stream labels Loki sees for an entry: its own, or (OTLP) what Loki derives from the record. */
+export type LokiLabelsOf = (entry: LogEntry) => Labels;
+
+const ownLabels: LokiLabelsOf = (e) => e.labels;
+
 class StreamIndex {
   readonly #byKey = new Map<string, LogEntry[]>();
   readonly #byRendered = new Map<string, LogEntry[]>();
+  readonly #labelsOf: LokiLabelsOf;
 
-  constructor(entries: readonly LogEntry[]) {
+  constructor(entries: readonly LogEntry[], labelsOf: LokiLabelsOf) {
+    this.#labelsOf = labelsOf;
     const seen = new Map<Labels, LogEntry[]>();
     for (const e of entries) {
-      let list = seen.get(e.labels);
+      const labels = labelsOf(e);
+      let list = seen.get(labels);
       if (!list) {
-        const key = keyOf(e.labels);
+        const key = keyOf(labels);
         list = this.#byKey.get(key);
         if (!list) {
           list = [];
           this.#byKey.set(key, list);
-          this.#byRendered.set(renderLabels(e.labels), list);
+          this.#byRendered.set(renderLabels(labels), list);
         }
-        seen.set(e.labels, list);
+        seen.set(labels, list);
       }
       list.push(e);
     }
@@ -71,7 +79,7 @@ class StreamIndex {
       if (!(name in stripped)) continue;
       stripped = Object.fromEntries(Object.entries(stripped).filter(([k]) => k !== name));
       const found = this.#byKey.get(keyOf(stripped));
-      if (found && !found.some((e) => name in e.labels)) return found;
+      if (found && !found.some((e) => name in this.#labelsOf(e))) return found;
     }
     return undefined;
   }
@@ -107,8 +115,12 @@ function candidates(stream: LogEntry[], refusal: LokiRefusal, taken: Set<LogEntr
 }
 
 /** Which entries of `entries` the parsed 400 refused, and which it leaves open. */
-export function attribute(entries: readonly LogEntry[], parsed: ParsedRefusals): Attribution {
-  const index = new StreamIndex(entries);
+export function attribute(
+  entries: readonly LogEntry[],
+  parsed: ParsedRefusals,
+  labelsOf: LokiLabelsOf = ownLabels,
+): Attribution {
+  const index = new StreamIndex(entries, labelsOf);
   const taken = new Set<LogEntry>();
   const refused: Refused[] = [];
   const openStreams = new Set<LogEntry[]>();
@@ -167,4 +179,11 @@ export function attribute(entries: readonly LogEntry[], parsed: ParsedRefusals):
     unsettled.sort((a, b) => order.get(a)! - order.get(b)!);
   }
   return { refused, unsettled };
+}
+
+/** The entries of `part` an attribution says were stored: neither refused nor left open. */
+export function storedOf(part: readonly LogEntry[], { refused, unsettled }: Attribution): LogEntry[] {
+  const open = new Set<LogEntry>(unsettled);
+  for (const r of refused) open.add(r.entry);
+  return part.filter((e) => !open.has(e));
 }

@@ -2,7 +2,6 @@
 // entry, and bisects only what an answer leaves open (spec B §4.8, issue #11; docs/egress.md).
 import { metrics, type Meter } from "@opentelemetry/api";
 import type { Dispatcher, Pool } from "undici";
-import { ConfigError } from "../../errors.ts";
 import type { Batch, LogEntry } from "../../model.ts";
 import { silentLogger, type Logger } from "../../obs/logger.ts";
 import { systemClock, type Clock } from "../../util/clock.ts";
@@ -13,14 +12,15 @@ import {
   type PushResult,
   type Sink,
 } from "../sink.ts";
-import { attribute } from "./attribute.ts";
-import { PushDrops } from "../wire/drops.ts";
-import { LOKI_DEFAULT_LIMITS, checkLimits, type LokiLimits } from "./limits.ts";
+import { attribute, storedOf } from "./attribute.ts";
+import { preparePush } from "./prepare.ts";
+import type { PushDrops } from "../wire/drops.ts";
+import { LOKI_DEFAULT_LIMITS, type LokiLimits } from "./limits.ts";
 import { parseRefusals } from "./refusals.ts";
 import { authHeaders } from "../wire/auth.ts";
 import { guardStaticLabels, renderLabels } from "./labels.ts";
-import { capLines } from "../wire/line-cap.ts";
 import { deliverIsolating } from "../wire/isolate.ts";
+import { closePool, parsePushUrl, present } from "../wire/endpoint.ts";
 import { createLokiSinkMetrics, type LokiSinkMetrics } from "./metrics.ts";
 import { encodeRequest } from "./request.ts";
 import {
@@ -45,33 +45,6 @@ export interface LokiSinkDeps {
   deadlines?: LokiDeadlines;
   /** Where its settings are in the config, for operator messages: `sink.loki` or `orgs[<org>].sink.loki`. */
   configKey?: string;
-}
-
-/** Parses the push URL; userinfo is refused so credentials never ride in a logged URL (upstream #125). */
-function parsePushUrl(raw: string, key: string): URL {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError(
-      `${key}.url is not a valid URL; set the full push URL, e.g. https://host/loki/api/v1/push.`,
-    );
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new ConfigError(`${key}.url must be http(s), got ${url.protocol}; set the full Loki push URL.`);
-  }
-  if (url.username !== "" || url.password !== "") {
-    throw new ConfigError(
-      `${key}.url carries credentials; move them to ${key}.tenant_id and ${key}.auth_token(_file).`,
-    );
-  }
-  return url;
-}
-
-const CLOSE_BUDGET_MS = 5_000;
-
-function present(value: string | null | undefined): string | undefined {
-  return value === undefined || value === null || value.trim() === "" ? undefined : value;
 }
 
 /**
@@ -111,7 +84,7 @@ export class LokiSink implements Sink {
   constructor(settings: LokiSinkSettings, deps: LokiSinkDeps = {}) {
     guardStaticLabels(settings.labels);
     const key = deps.configKey ?? "sink.loki";
-    const url = parsePushUrl(settings.url, key);
+    const url = parsePushUrl(settings.url, key, "https://host/loki/api/v1/push");
     const headers = authHeaders(settings, key);
     this.#logger = (deps.logger ?? silentLogger).child({ component: "loki-sink" });
     this.#format = wireFormatOf(settings);
@@ -164,16 +137,16 @@ export class LokiSink implements Sink {
     onDropped?: DropListener,
     onLanded?: LandListener,
   ): Promise<PushResult> {
-    // The pipeline's push view holds real entries only; the copy is for a caller that mixed in tokens.
-    const entries = batch.some((e) => e.checkpointOnly) ? batch.filter((e) => !e.checkpointOnly) : batch;
-    if (entries.length === 0) return { dropped: [] };
-    const drops = new PushDrops(onDropped);
-    // Truncation first (batch.max_line_bytes), so max_line_size refuses only what is still too long.
-    capLines(entries, this.#maxLineBytes, (e) => {
-      this.#metrics.linesTruncated.add(1, { source: e.labels.source ?? "unknown" });
-    });
-    const { send, refused } = checkLimits(entries, this.#limits, this.#clock.now());
-    drops.add(refused);
+    const { entries, send, drops } = preparePush(
+      batch,
+      {
+        maxLineBytes: this.#maxLineBytes,
+        limits: this.#limits,
+        nowMs: this.#clock.now(),
+        linesTruncated: this.#metrics.linesTruncated,
+      },
+      onDropped,
+    );
     if (send.length > 0) {
       await this.#deliver(send, {
         single: entries.length === 1,
@@ -218,11 +191,8 @@ export class LokiSink implements Sink {
     if (err.status !== 400) return part;
     const { refused, unsettled } = attribute(part, parseRefusals(err.body));
     ctx.drops.add(refused);
-    if (ctx.onLanded && refused.length + unsettled.length < part.length) {
-      const open = new Set<LogEntry>(unsettled);
-      for (const r of refused) open.add(r.entry);
-      ctx.onLanded(part.filter((e) => !open.has(e)));
-    }
+    if (ctx.onLanded && refused.length + unsettled.length < part.length)
+      ctx.onLanded(storedOf(part, { refused, unsettled }));
     if (refused.length > 0) {
       this.#logger.debug(
         { entries: part.length, refused: refused.length, unsettled: unsettled.length },
@@ -246,17 +216,7 @@ export class LokiSink implements Sink {
   /** Lets in-flight requests finish for up to 5 s, then tears the connections down. */
   async close(): Promise<void> {
     await this.lookup?.close();
-    const pool = this.#ownedPool;
-    if (!pool || pool.closed) return;
-    const timer = new AbortController();
-    const closed = pool.close().then(() => true);
-    const expired = this.#clock.sleep(CLOSE_BUDGET_MS, timer.signal).then(
-      () => false,
-      () => true,
-    );
-    const inTime = await Promise.race([closed, expired]);
-    timer.abort();
-    if (!inTime) await pool.destroy();
+    await closePool(this.#ownedPool, this.#clock);
   }
 }
 

@@ -1,0 +1,265 @@
+// The OTLP sink: OTLP/HTTP protobuf exports of the same batches the Loki sink pushes, behind the same
+// pipeline (caps lines, drops locally what Loki's limits refuse, isolates refused records). Answers
+// per the OTLP/HTTP spec: a 2xx's partial_success rejects records, a 400 is permanent (what it names
+// is dead-lettered, the rest was stored or is isolated), 429/502/503/504 and other 5xx are retried
+// honouring Retry-After. docs/otlp.md says how a rejection is attributed to records.
+import { metrics, type Meter } from "@opentelemetry/api";
+import type { Dispatcher, Pool } from "undici";
+import { ConfigError, Sf2LokiError } from "../../errors.ts";
+import { msToNs, type Batch, type Labels, type LogEntry } from "../../model.ts";
+import { silentLogger, type Logger } from "../../obs/logger.ts";
+import { systemClock, type Clock } from "../../util/clock.ts";
+import {
+  PermanentSinkError,
+  type DropListener,
+  type LandListener,
+  type PushResult,
+  type Sink,
+} from "../sink.ts";
+import { LOKI_DEFAULT_LIMITS, type LokiLimits } from "../loki/limits.ts";
+import { attribute, storedOf } from "../loki/attribute.ts";
+import { preparePush } from "../loki/prepare.ts";
+import { parseRefusals } from "../loki/refusals.ts";
+import { createLokiSinkMetrics, type LokiSinkMetrics } from "../loki/metrics.ts";
+import { authHeaders } from "../wire/auth.ts";
+import type { PushDrops } from "../wire/drops.ts";
+import { closePool, parsePushUrl } from "../wire/endpoint.ts";
+import { deliverIsolating } from "../wire/isolate.ts";
+import {
+  DETAIL_MAX_BYTES,
+  PUSH_DEADLINES,
+  PushService,
+  collapse,
+  createPushPool,
+  type Answer,
+  type PushDeadlines,
+} from "../wire/push-service.ts";
+import { readFailureMessage, readPartialSuccess } from "./answer.ts";
+import { lokiIndexLabels } from "./mapping.ts";
+import { encodeOtlpRequest, type OtlpRequestSettings } from "./request.ts";
+import type { OtlpSinkSettings } from "./settings.ts";
+
+export interface OtlpSinkDeps {
+  clock?: Clock;
+  logger?: Logger;
+  meter?: Meter;
+  /** An injected dispatcher is the caller's to close; otherwise the sink owns a keep-alive Pool. */
+  dispatcher?: Dispatcher;
+  deadlines?: PushDeadlines;
+  /** Where its settings are in the config, for operator messages: `sink.otlp` or `orgs[<org>].sink.otlp`. */
+  configKey?: string;
+}
+
+/** As the Loki sink: extra requests one batch may spend isolating records a 400 did not name. */
+export const ISOLATION_BUDGET = 32;
+
+/** A 400 from Loki names every refused record; 1 MiB holds several thousand. */
+const REJECTION_BODY_MAX_BYTES = 1_048_576;
+/** An ExportLogsServiceResponse: a count and a message. */
+const SUCCESS_BODY_MAX_BYTES = 65_536;
+
+/** Headers the sink sets itself: an operator's `headers` may not replace them. */
+const OWN_HEADERS = new Set(["content-type", "content-encoding", "content-length", "authorization", "host"]);
+
+/** The receiver refused records: a 400/413, or a 2xx whose partial_success rejected some. */
+export class OtlpRejectedError extends Sf2LokiError {
+  readonly status: number;
+  readonly detail: string;
+  /** The receiver's words (a Status message, or Loki's text), for reading per record. */
+  readonly words: string;
+  /** For a partial success: how many records it rejected. */
+  readonly rejected: number | undefined;
+  constructor(status: number, message: string, rejected?: number) {
+    const detail = collapse(message.slice(0, DETAIL_MAX_BYTES));
+    super(
+      "SF2LOKI_OTLP_REJECTED",
+      rejected === undefined
+        ? `the OTLP receiver rejected the export with HTTP ${status}: ${detail}`
+        : `the OTLP receiver accepted the export with HTTP ${status} but rejected ${rejected} records: ${detail}`,
+    );
+    this.status = status;
+    this.detail = detail;
+    this.words = message;
+    this.rejected = rejected;
+  }
+}
+
+function keepBytes(status: number): number {
+  if (status >= 200 && status < 300) return SUCCESS_BODY_MAX_BYTES;
+  return status === 400 ? REJECTION_BODY_MAX_BYTES : DETAIL_MAX_BYTES;
+}
+
+function refusal(answer: Answer): Error | undefined {
+  const { status } = answer;
+  return status === 400 || status === 413
+    ? new OtlpRejectedError(status, readFailureMessage(answer))
+    : undefined;
+}
+
+function rejectionReason(err: OtlpRejectedError): string {
+  if (err.rejected !== undefined) return "partial_rejected";
+  return err.status === 413 ? "oversized_413" : "bad_request";
+}
+
+/** Operator headers, lower-cased, without the ones the sink owns; refused by name when they collide. */
+function extraHeaders(headers: Record<string, string>, key: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (OWN_HEADERS.has(lower) || lower === "x-scope-orgid") {
+      throw new ConfigError(
+        `${key}.headers.${name} is set by the sink itself; use ${key}.tenant_id / auth_token(_file) for auth and the tenant, and remove it.`,
+      );
+    }
+    out[lower] = value;
+  }
+  return out;
+}
+
+interface DeliverContext {
+  readonly single: boolean;
+  readonly drops: PushDrops;
+  readonly budget: number;
+  readonly signal: AbortSignal | undefined;
+  readonly onLanded: LandListener | undefined;
+}
+
+export class OtlpSink implements Sink {
+  readonly #maxLineBytes: number;
+  readonly #limits: LokiLimits;
+  readonly #request: OtlpRequestSettings;
+  readonly #service: PushService;
+  readonly #metrics: LokiSinkMetrics;
+  readonly #logger: Logger;
+  readonly #ownedPool: Pool | undefined;
+  readonly #clock: Clock;
+  /** Loki's stream labels of each label set, memoised per labels object (a run shares one). */
+  readonly #lokiLabels = new WeakMap<Labels, Labels>();
+
+  constructor(settings: OtlpSinkSettings, deps: OtlpSinkDeps = {}) {
+    const key = deps.configKey ?? "sink.otlp";
+    const url = parsePushUrl(settings.url, key, "http://loki:3100/otlp/v1/logs");
+    const headers = { ...extraHeaders(settings.headers, key), ...authHeaders(settings, key) };
+    this.#logger = (deps.logger ?? silentLogger).child({ component: "otlp-sink" });
+    this.#maxLineBytes = settings.batch.max_line_bytes;
+    this.#limits = settings.limits ?? LOKI_DEFAULT_LIMITS;
+    this.#request = { serviceName: settings.service_name, gzip: settings.compression === "gzip" };
+    this.#clock = deps.clock ?? systemClock;
+    this.#metrics = createLokiSinkMetrics(deps.meter ?? metrics.getMeter("sf2loki"));
+    this.#ownedPool = deps.dispatcher ? undefined : createPushPool(url.origin, deps.deadlines);
+    this.#service = new PushService({
+      url,
+      where: `${url.origin}${url.pathname}`,
+      configKey: key,
+      peer: "the OTLP receiver",
+      headers,
+      dispatcher: deps.dispatcher ?? this.#ownedPool!,
+      clock: this.#clock,
+      logger: this.#logger,
+      bytesPushed: this.#metrics.bytesPushed,
+      keepBytes,
+      refusal,
+      deadlines: deps.deadlines ?? PUSH_DEADLINES,
+    });
+  }
+
+  async push(
+    batch: Batch,
+    signal?: AbortSignal,
+    onDropped?: DropListener,
+    onLanded?: LandListener,
+  ): Promise<PushResult> {
+    const { entries, send, drops } = preparePush(
+      batch,
+      {
+        maxLineBytes: this.#maxLineBytes,
+        limits: this.#limits,
+        nowMs: this.#clock.now(),
+        linesTruncated: this.#metrics.linesTruncated,
+      },
+      onDropped,
+    );
+    if (send.length > 0) {
+      const ctx: DeliverContext = {
+        single: entries.length === 1,
+        drops,
+        budget: ISOLATION_BUDGET,
+        signal,
+        onLanded,
+      };
+      await deliverIsolating(send, ctx, {
+        send: (part) => this.#send(part, signal),
+        refusal: (err) => (err instanceof OtlpRejectedError ? err : undefined),
+        settle: (part, err) => this.#settle(part, err, ctx),
+        isolated: (entry, err) => {
+          this.#isolated(entry, err, ctx);
+        },
+        reason: rejectionReason,
+      });
+    }
+    return { dropped: drops.result() };
+  }
+
+  async #send(part: readonly LogEntry[], signal: AbortSignal | undefined): Promise<void> {
+    const request = await encodeOtlpRequest(part, this.#request, msToNs(this.#clock.now()));
+    const answer = await this.#service.send(request, signal);
+    const partial = readPartialSuccess(answer);
+    if (partial) throw new OtlpRejectedError(answer.status, partial.message, partial.rejected);
+  }
+
+  #labelsOf = (entry: LogEntry): Labels => {
+    let labels = this.#lokiLabels.get(entry.labels);
+    if (!labels) {
+      labels = lokiIndexLabels(entry.labels, this.#request.serviceName);
+      this.#lokiLabels.set(entry.labels, labels);
+    }
+    return labels;
+  };
+
+  /**
+   * What a refusal names, read as Loki's words (Loki's /otlp/v1/logs refuses as its push API does:
+   * a 400 naming each record, the rest stored). A partial success the words do not account for
+   * exactly is dead-lettered whole: OTLP does not say which records were rejected, and sending any
+   * again could store a copy of one that was kept. Returns what is left open (for bisection).
+   */
+  #settle(part: readonly LogEntry[], err: OtlpRejectedError, ctx: DeliverContext): readonly LogEntry[] {
+    const { refused, unsettled } = attribute(part, parseRefusals(err.words), this.#labelsOf);
+    if (err.rejected !== undefined) {
+      const exact = unsettled.length === 0 && refused.length === err.rejected;
+      if (!exact) {
+        const detail =
+          `${err.detail} (the receiver rejected ${err.rejected} of ${part.length} records without naming ` +
+          `them; all ${part.length} are dead-lettered, so a replay may store up to ${part.length - err.rejected} twice)`;
+        this.#logger.warn({ rejected: err.rejected, records: part.length }, err.message);
+        if (ctx.single && part.length === 1)
+          throw new PermanentSinkError(err.message, "partial_rejected", { cause: err });
+        ctx.drops.add(part.map((entry) => ({ entry, reason: "partial_rejected", detail })));
+        return [];
+      }
+    }
+    ctx.drops.add(refused);
+    if (ctx.onLanded && refused.length + unsettled.length < part.length)
+      ctx.onLanded(storedOf(part, { refused, unsettled }));
+    return unsettled;
+  }
+
+  /** A lone record refused without being named: dropped, or Permanent when it was the batch. */
+  #isolated(entry: LogEntry, err: OtlpRejectedError, ctx: DeliverContext): void {
+    const reason = rejectionReason(err);
+    const message =
+      `the OTLP receiver refused a record of ${entry.labels.source ?? "?"}/${entry.labels.event_type ?? "?"} ` +
+      `at ${entry.timestampNs}ns with HTTP ${err.status} (${err.detail}); it is dropped`;
+    if (ctx.single) throw new PermanentSinkError(message, reason, { cause: err });
+    this.#logger.warn({ reason, status: err.status }, message);
+    ctx.drops.add([{ entry, reason, detail: err.detail }]);
+  }
+
+  /** Lets in-flight requests finish for up to 5 s, then tears the connections down. */
+  async close(): Promise<void> {
+    await closePool(this.#ownedPool, this.#clock);
+  }
+}
+
+export function createOtlpSink(settings: OtlpSinkSettings, deps?: OtlpSinkDeps): OtlpSink {
+  return new OtlpSink(settings, deps);
+}
