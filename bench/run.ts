@@ -88,6 +88,14 @@ interface ChildBench {
 
 const CHILD_BENCHES: ChildBench[] = [
   {
+    // OTLP encode against the Loki protobuf encoder on the same batches (#28; target ratio ≥ 0.8).
+    key: "otlp_codec",
+    script: "otlp-codec.ts",
+    args: (quick) =>
+      quick ? ["50000", "--samples", "3", "--min-window-ms", "500"] : ["200000", "--samples", "5"],
+    figures: { loki_eps: "higher", otlp_eps: "higher", ratio: "higher" },
+  },
+  {
     key: "pubsub",
     script: "pubsub.ts",
     args: (quick) =>
