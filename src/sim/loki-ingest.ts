@@ -1,6 +1,10 @@
 // Validates decoded streams like Loki's distributor (and, for the out-of-order window, its
 // ingester) and stores what passes. Like Loki, acceptance is per entry: valid entries of a request
 // are kept even when others in it are refused, and the 400 names the refused ones in Loki's words.
+// Like Loki 3.4.6 too, the ingester answers with its LAST stream's result only (instance.Push keeps
+// the append error of the stream it pushed last): a stream's out-of-order refusal is reported when
+// that stream was the request's last to reach the ingester, and is silent (204) when a later stream
+// was stored whole. Measured against the real binary; the sinks send one stream per request for it.
 import type { DecodedEntry, DecodedStream } from "./loki-decoded.ts";
 import { LabelSyntaxError, canonicalLabels, labelSetProblem, parseLabelSelector } from "./loki-labels.ts";
 import {
@@ -66,7 +70,9 @@ export function defaultIngestLimits(nowMs: number, tenant = "fake"): IngestLimit
 export interface IngestResult {
   accepted: number;
   rejected: number;
-  /** Worst status among refusals (413 beats 400); 204 when all entries were accepted. */
+  /** Streams in the request. */
+  streams: number;
+  /** Worst status among refusals (413 beats 400); 204 when all entries were accepted or the refusal went unreported. */
   status: number;
   /** The response body Loki would send. */
   body: string;
@@ -118,8 +124,9 @@ function labelLimitProblem(labels: LabelMap, raw: string, limits: IngestLimits):
 }
 
 export function ingest(streams: DecodedStream[], store: AcceptedStore, limits: IngestLimits): IngestResult {
-  const result: IngestResult = { accepted: 0, rejected: 0, status: 204, body: "" };
+  const result: IngestResult = { accepted: 0, rejected: 0, streams: streams.length, status: 204, body: "" };
   const errors: string[] = [];
+  /** The ingester's answer: the out-of-order report of the last stream that reached it, if any. */
   let ingesterReport: string | undefined;
   const refuse = (status: number, message: string | undefined, count = 1): void => {
     result.rejected += count;
@@ -161,6 +168,8 @@ export function ingest(streams: DecodedStream[], store: AcceptedStore, limits: I
     const key = canonicalLabels(labels);
     const name = promLabels(labels);
     const ignored: { ts: bigint; oldest: bigint }[] = [];
+    /** Whether any entry passed the distributor's checks, so the stream was pushed to the ingester. */
+    let reachedIngester = false;
     for (const entry of stream.entries) {
       // The BigInt timestamp is built only when a check reads it (the protobuf decoder makes it lazily).
       if (oldestNs !== undefined && entry.timestampNs < oldestNs) {
@@ -190,11 +199,12 @@ export function ingest(streams: DecodedStream[], store: AcceptedStore, limits: I
         );
         continue;
       }
+      reachedIngester = true;
       if (windowNs !== undefined) {
         const ts = entry.timestampNs;
         const newest = store.maxTimestamp(labels);
         if (newest !== undefined && ts < newest - windowNs) {
-          refuse(400, undefined);
+          result.rejected++;
           ignored.push({ ts, oldest: newest - windowNs });
           continue;
         }
@@ -202,18 +212,27 @@ export function ingest(streams: DecodedStream[], store: AcceptedStore, limits: I
       store.add(labels, entry, key, limits.tenant);
       result.accepted++;
     }
-    if (ignored.length > 0) {
-      // Loki's ingester answers with the report of the last stream it refused entries of; the
-      // distributor then returns that error alone.
-      ingesterReport = outOfOrderReport(
-        limits.tenant,
-        name,
-        ignored,
-        stream.entries.length,
-        limits.maxIgnoredStreamErrors,
-      );
+    if (reachedIngester) {
+      // Each stream's result replaces the one before, so a stream stored whole clears an earlier
+      // stream's report: that refusal is then answered by nobody.
+      ingesterReport =
+        ignored.length === 0
+          ? undefined
+          : outOfOrderReport(
+              limits.tenant,
+              name,
+              ignored,
+              stream.entries.length,
+              limits.maxIgnoredStreamErrors,
+            );
     }
   }
-  result.body = ingesterReport ?? groupedErrors(errors);
+  if (ingesterReport !== undefined) {
+    // The ingester's error wins over the distributor's own refusals, which it then does not name.
+    result.status = 400;
+    result.body = ingesterReport;
+    return result;
+  }
+  result.body = groupedErrors(errors);
   return result;
 }

@@ -67,6 +67,8 @@ export interface PushRecord {
   /** The tenant the request was pushed as (see tenantOf). */
   readonly tenant: string;
   readonly bodyBytes: number;
+  /** Streams in the request once decoded (0 when it was answered before decoding). */
+  readonly streams: number;
   readonly status: number;
   readonly accepted: number;
   readonly rejected: number;
@@ -164,7 +166,7 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
     counts.requests++;
     await faults.waitWhileStalled();
     const tenant = tenantOf(req.headers);
-    const base = { headers: { ...req.headers }, tenant, bodyBytes: body.length };
+    const base = { headers: { ...req.headers }, tenant, bodyBytes: body.length, streams: 0 };
     const forced = faults.takeForcedFailure();
     if (forced) {
       counts.forcedFailures++;
@@ -185,7 +187,7 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
       const limited = rateLimiter?.refusal(tenant, streams);
       if (limited !== undefined) {
         counts.rateLimited++;
-        record({ ...base, status: 429, accepted: 0, rejected: 0 });
+        record({ ...base, streams: streams.length, status: 429, accepted: 0, rejected: 0 });
         send(res, 429, `${limited}\n`);
         return;
       }
@@ -211,7 +213,13 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
       return;
     }
     counts.rejected += result.rejected;
-    record({ ...base, status: result.status, accepted: result.accepted, rejected: result.rejected });
+    record({
+      ...base,
+      streams: result.streams,
+      status: result.status,
+      accepted: result.accepted,
+      rejected: result.rejected,
+    });
     // Loki's push handler answers with http.Error: the message plus a newline.
     send(res, result.status, result.status === 204 ? "" : `${result.body}\n`);
   }

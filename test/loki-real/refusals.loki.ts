@@ -211,3 +211,67 @@ test(
     t.diagnostic(`refusals: ${JSON.stringify(figures)}`);
   },
 );
+
+test(
+  "an out-of-order stream before a stored one: Loki answers the pair 204, so each stream goes alone and is named",
+  { skip: shared.missing },
+  async (t) => {
+    const loki = shared.loki;
+    const tenant = "last-stream";
+    const stream = (event_type: string): Labels => ({ job: "sf2loki", source: "eventlogfile", event_type });
+    const behind = stream("Behind");
+    const fresh = stream("Fresh");
+    const now = nowNs();
+    const hourNs = 60n * MIN_NS;
+    const push = (body: unknown): Promise<Response> =>
+      fetch(loki.pushUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-scope-orgid": tenant },
+        body: JSON.stringify(body),
+      });
+    // What the sink works around, measured: the refusal of the first stream goes unanswered.
+    const first = await push({ streams: [{ stream: behind, values: [[String(now), "newest"]] }] });
+    assert.equal(first.status, 204);
+    const pair = await push({
+      streams: [
+        { stream: behind, values: [[String(now - 2n * hourNs), "two hours behind"]] },
+        { stream: fresh, values: [[String(now), "fresh, raw"]] },
+      ],
+    });
+    assert.equal(pair.status, 204, "Loki 3.4.6 answers for the request's last stream only");
+
+    const sink = createLokiSink({
+      url: loki.pushUrl,
+      tenant_id: tenant,
+      encoding: "protobuf",
+      compression: "snappy",
+      labels: {},
+      batch: { max_line_bytes: 262_144 },
+      limits: { ...LOKI_DEFAULT_LIMITS, enabled: false },
+    });
+    t.after(() => sink.close());
+    const mk = (labels: Labels, ts: bigint, i: number): LogEntry =>
+      new LogEntry({
+        timestampNs: ts,
+        labels,
+        line: `entry-${i}`,
+        checkpoint: { key: "k", value: String(i) },
+      });
+    const late = Array.from({ length: 5 }, (_, i) => mk(behind, now - 2n * hourNs + BigInt(i), i));
+    const stored = Array.from({ length: 5 }, (_, i) => mk(fresh, now - MIN_NS + BigInt(i), 10 + i));
+    const landed: LogEntry[] = [];
+    const result = await sink.push([...late, ...stored], undefined, undefined, (l) => landed.push(...l));
+    assert.deepEqual(
+      new Set(result.dropped.flatMap((g) => g.entries)),
+      new Set(late),
+      "the late stream is named in Loki's own report",
+    );
+    assert.ok(result.dropped.every((g) => g.reason === "too_far_behind"));
+    assert.match(result.dropped[0]!.detail!, /entry too far behind/);
+    assert.deepEqual(new Set(landed), new Set(stored));
+    const reader = loki.reader(tenant);
+    const range = [now - 3n * hourNs, now + MIN_NS] as const;
+    assert.equal(await reader.count(`{event_type="Fresh"} |~ "entry-"`, ...range), 5);
+    assert.equal(await reader.count(`{event_type="Behind"}`, ...range), 1, "only the newest");
+  },
+);

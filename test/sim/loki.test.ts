@@ -151,8 +151,8 @@ test("the out-of-order window is off by default and refuses old entries when set
   assert.equal(open.counts.accepted, 2);
   const strict = await receiver(t, { outOfOrderWindowMs: 1000 });
   const res = await pushJson(strict, [
-    stream("a", ["5000000000", "new"], ["4500000000", "within"], ["1", "old"]),
     stream("b", ["1", "other stream"]),
+    stream("a", ["5000000000", "new"], ["4500000000", "within"], ["1", "old"]),
   ]);
   assert.equal(res.status, 400);
   // The ingester's report, in Loki's words (pkg/ingester/stream.go).
@@ -162,7 +162,21 @@ test("the out-of-order window is off by default and refuses old entries when set
       "entry timestamp is: 1970-01-01T00:00:00Z, oldest acceptable timestamp is: 1970-01-01T00:00:04Z',\n" +
       `user 'fake', total ignored: 1 out of 3 for stream: {job="a"}\n`,
   );
-  assert.deepEqual(strict.lines(), ["new", "within", "other stream"]);
+  assert.deepEqual(strict.lines(), ["other stream", "new", "within"]);
+});
+
+test("as Loki 3.4.6: a later stream stored whole silences an earlier stream's out-of-order refusal", async (t) => {
+  const strict = await receiver(t, { outOfOrderWindowMs: 1000 });
+  await pushJson(strict, [stream("a", ["5000000000", "new"])]);
+  // The real binary answers this request 204 (measured): the ingester returns its last stream's result.
+  const res = await pushJson(strict, [stream("a", ["1", "old"]), stream("b", ["1", "other stream"])]);
+  assert.equal(res.status, 204);
+  assert.deepEqual(strict.lines(), ["new", "other stream"]);
+  assert.equal(strict.counts.rejected, 1, "refused all the same");
+  // With the refused stream last, its report is the answer, and it wins over the distributor's own.
+  const named = await pushJson(strict, [stream("b", ["2", "again"]), stream("a", ["2", "old again"])]);
+  assert.equal(named.status, 400);
+  assert.match(named.text, /entry too far behind.*\n.*total ignored: 1 out of 1 for stream: \{job="a"\}/s);
 });
 
 test("identical stream+timestamp+line counts as a duplicate; countBy sees every arrival", async (t) => {

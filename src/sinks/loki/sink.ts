@@ -20,6 +20,7 @@ import { parseRefusals } from "./refusals.ts";
 import { authHeaders } from "../wire/auth.ts";
 import { guardStaticLabels, renderLabels } from "./labels.ts";
 import { deliverIsolating } from "../wire/isolate.ts";
+import { deliverPerStream } from "../wire/per-stream.ts";
 import { closePool, parsePushUrl, present } from "../wire/endpoint.ts";
 import { createLokiSinkMetrics, type LokiSinkMetrics } from "./metrics.ts";
 import { encodeRequest } from "./request.ts";
@@ -148,13 +149,8 @@ export class LokiSink implements Sink {
       onDropped,
     );
     if (send.length > 0) {
-      await this.#deliver(send, {
-        single: entries.length === 1,
-        drops,
-        budget: ISOLATION_BUDGET,
-        signal,
-        onLanded,
-      });
+      const ctx = { single: entries.length === 1, drops, budget: ISOLATION_BUDGET, signal, onLanded };
+      await deliverPerStream(send, ctx, (stream, c) => this.#deliver(stream, c));
     }
     return { dropped: drops.result() };
   }

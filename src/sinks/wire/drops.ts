@@ -12,6 +12,7 @@ export interface Drop {
 export class PushDrops {
   readonly #groups = new Map<string, { reason: string; detail: string; entries: LogEntry[] }>();
   readonly #listener: DropListener | undefined;
+  readonly #entries = new Set<LogEntry>();
 
   constructor(listener: DropListener | undefined) {
     this.#listener = listener;
@@ -22,6 +23,7 @@ export class PushDrops {
     if (drops.length === 0) return;
     const now = new Map<string, DroppedEntries & { entries: LogEntry[] }>();
     for (const { entry, reason, detail } of drops) {
+      this.#entries.add(entry);
       const key = `${reason}\u0000${detail}`;
       let group = this.#groups.get(key);
       if (!group) {
@@ -37,6 +39,11 @@ export class PushDrops {
       told.entries.push(entry);
     }
     if (this.#listener) for (const group of now.values()) this.#listener(group);
+  }
+
+  /** Whether `entry` was dropped in this push. */
+  has(entry: LogEntry): boolean {
+    return this.#entries.has(entry);
   }
 
   get size(): number {

@@ -69,8 +69,8 @@ export async function deliverIsolating<R extends DataRefusal>(
       if (budget <= 0) {
         const reason = hooks.reason(cause);
         const detail =
-          `${cause.detail} (not isolated: this batch's ${ctx.budget} extra requests for isolating ` +
-          `refused entries are spent)`;
+          `${cause.detail} (not isolated: the ${ctx.budget} extra requests for isolating refused ` +
+          `entries are spent)`;
         ctx.drops.add(part.map((entry) => ({ entry, reason, detail })));
         continue;
       }

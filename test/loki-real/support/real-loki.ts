@@ -47,7 +47,8 @@ export function realLokiForFile(options: RealLokiOptions = {}): {
   };
 }
 
-export type TenantLimits = Record<string, string | number | boolean>;
+/** A tenant's limits_config keys: scalars, or nested blocks such as otlp_config. */
+export type TenantLimits = Record<string, unknown>;
 
 export interface RealLoki {
   readonly url: string;

@@ -90,7 +90,7 @@ function onePercentTooOld(): { batches: LogEntry[][]; old: Set<LogEntry> } {
 }
 
 for (const local of [false, true]) {
-  test(`1 % too old, local validation ${local ? "ON" : "OFF"}: one push per batch, nothing re-sent, every refusal dropped with its words`, async (t) => {
+  test(`1 % too old, local validation ${local ? "ON" : "OFF"}: one push per stream of a batch, nothing re-sent, every refusal dropped with its words`, async (t) => {
     const { receiver, sink } = await world(t, local);
     const { batches, old } = onePercentTooOld();
     const told: DroppedEntries[] = [];
@@ -99,8 +99,9 @@ for (const local of [false, true]) {
       const result = await sink.push(batch, undefined, (g) => told.push(g));
       returned.push(...result.dropped);
     }
+    // Two streams a batch (EVENT_TYPES), each in a request of its own (wire/per-stream.ts).
     assert.ok(
-      receiver.counts.requests <= 1.1 * batches.length,
+      receiver.counts.requests <= 1.1 * 2 * batches.length,
       `${receiver.counts.requests} pushes for ${batches.length} batches`,
     );
     assert.equal(receiver.counts.duplicates, 0, "no stored entry was sent again");
@@ -182,7 +183,7 @@ test("Loki's other per-entry refusals are read too: line size, metadata, label l
   assert.deepEqual(byReason.get("metadata_too_large"), [batch[2]]);
   assert.deepEqual(byReason.get("too_far_in_future"), [batch[3]]);
   assert.deepEqual(byReason.get("label_limits"), [batch[4]]);
-  assert.equal(receiver.counts.requests, 1);
+  assert.equal(receiver.counts.requests, 2, "one a stream: the many-label entry is a stream of its own");
   assert.equal(receiver.counts.duplicates, 0);
   assert.deepEqual(receiver.lines().sort(), ["ok 0", "ok 5"]);
 });
@@ -243,6 +244,39 @@ test("an ingester's out-of-order list cut at 10: the rest of that stream is push
   assert.equal(receiver.counts.unique, 51);
 });
 
+test("a stream refused as too far behind is named even when a later stream of the batch is stored (Loki 3.4.6 answers such a push 204)", async (t) => {
+  const { receiver, sink } = await world(t, false, { outOfOrderWindowMs: 60_000 });
+  const stream = (event_type: string) => ({ job: "sf2loki", source: "eventlogfile", event_type });
+  const mk = (labels: ReturnType<typeof stream>, tsMs: number, i: number): LogEntry =>
+    new LogEntry({
+      timestampNs: BigInt(tsMs) * MS,
+      labels,
+      line: `l${i}`,
+      checkpoint: { key: "k", value: "v" },
+    });
+  const login = stream("Login");
+  const api = stream("API");
+  await sink.push([mk(login, NOW_MS - 1000, -1)]);
+  // Login's entries are an hour behind what Loki holds of Login; API's are new. One request of both
+  // would be answered 204 and Login's 5 lost with nobody told.
+  const behind = Array.from({ length: 5 }, (_, i) => mk(login, NOW_MS - 3_600_000 + i, i));
+  const fresh = Array.from({ length: 5 }, (_, i) => mk(api, NOW_MS - 500 + i, 100 + i));
+  const landed: LogEntry[] = [];
+  const result = await sink.push([...behind, ...fresh], undefined, undefined, (l) => landed.push(...l));
+  assert.deepEqual(new Set(result.dropped.flatMap((g) => g.entries)), new Set(behind));
+  assert.ok(result.dropped.every((g) => g.reason === "too_far_behind"));
+  assert.deepEqual(
+    new Set(landed),
+    new Set(fresh),
+    "the stored stream is told as landed, so a retry skips it",
+  );
+  assert.ok(
+    receiver.requests.slice(1).every((r) => r.streams === 1),
+    "one stream per request",
+  );
+  assert.equal(receiver.counts.unique, 6);
+});
+
 test("an unreadable 400 is bisected: a poison entry is isolated within the request budget", async (t) => {
   const { receiver, sink } = await world(t, false);
   receiver.faults.rejectLinesContaining("POISON");
@@ -256,7 +290,8 @@ test("an unreadable 400 is bisected: a poison entry is isolated within the reque
   assert.equal(result.dropped[0]!.reason, "bad_request");
   assert.match(result.dropped[0]!.detail!, /poison marker/);
   assert.ok(receiver.counts.requests <= 1 + ISOLATION_BUDGET, `${receiver.counts.requests} requests`);
-  assert.equal(receiver.counts.requests, 1 + 2 * 6, "64 → 32 → … → 1: two requests per level");
+  // A request per stream (two), then the poison's stream of 32 halved: 32 → 16 → … → 1, two a level.
+  assert.equal(receiver.counts.requests, 2 + 2 * 5);
   assert.equal(receiver.counts.unique, 63);
 });
 
@@ -265,11 +300,12 @@ test("a batch Loki refuses whole and unreadably costs at most the budget, then i
   receiver.faults.rejectLinesContaining("ev-"); // every line
   const batch = Array.from({ length: 1000 }, (_, i) => streamEntry(i, false));
   const result = await sink.push(batch);
-  assert.equal(receiver.counts.requests, 1 + ISOLATION_BUDGET);
+  // A request per stream, then each stream's half of the budget.
+  assert.equal(receiver.counts.requests, 2 + ISOLATION_BUDGET);
   const dropped = result.dropped.flatMap((g) => g.entries);
   assert.equal(dropped.length, 1000);
   assert.equal(new Set(dropped).size, 1000);
-  assert.ok(result.dropped.some((g) => /not isolated: this batch's 32 extra requests/.test(g.detail!)));
+  assert.ok(result.dropped.some((g) => /not isolated: the 16 extra requests/.test(g.detail!)));
 });
 
 function fields(e: LogEntry): ConstructorParameters<typeof LogEntry>[0] {
@@ -383,7 +419,7 @@ for (const local of [false, true]) {
       });
       assert.equal(outcome, "delivered", "the batch settles and its checkpoint may move on");
     }
-    assert.ok(receiver.counts.requests <= 1.1 * batches.length, `${receiver.counts.requests} pushes`);
+    assert.ok(receiver.counts.requests <= 1.1 * 2 * batches.length, `${receiver.counts.requests} pushes`);
     assert.equal(receiver.counts.duplicates, 0);
     const kept = await store.list(never);
     const oldLines = new Set([...old].map((e) => e.line));
