@@ -47,15 +47,22 @@ test("3 topics x 3 000 events over OTLP: every event once, with the documented r
       assert.ok(distinct.has(`sim-${name}-${n}`), `${name}: sim-${name}-${n}`);
   }
   const resources = new Set(receiver.stored.map((r) => JSON.stringify(r.resource)));
+  // One resource per stream: the org's identity and the stream Loki can be told to index.
   assert.deepEqual(
-    [...resources].map((r) => JSON.parse(r) as unknown),
-    [
-      {
+    new Set([...resources].map((r) => JSON.parse(r) as unknown)),
+    new Set(
+      DEMO_TOPICS.map((topic) => ({
         "service.name": "sf2loki",
         "salesforce.org.id": "00D000000000OTLP",
         "deployment.environment": "production",
-      },
-    ],
+        "sf2loki.stream": `pubsub/${topic.split("/").pop()!}`,
+      })),
+    ),
+  );
+  // One stream per export (a Loki answers for the last stream of a request only).
+  assert.ok(
+    receiver.exports.every((r) => r.resources === 1),
+    "one resource per export",
   );
   for (const r of receiver.stored) {
     assert.equal(r.scope, "sf2loki");

@@ -1,76 +1,116 @@
-// OTLP into the real Loki (#28): the daemon ships the simulated org's Pub/Sub topics to Loki's native
+// OTLP into the real Loki (#28): the daemon ships every source of the simulated org to Loki's native
 // /otlp/v1/logs, and LogQL alone judges what landed: every event once, under service_name="sf2loki",
-// indexed by the labels docs/otlp.md names, the rest as structured metadata. Then a too-old record in
-// an export: Loki 3.4.6 answers 400 naming it and stores the rest, which must land exactly once.
+// indexed by the labels docs/otlp.md names, the rest as structured metadata. A Loki that does not
+// index sf2loki.stream refuses an org's old rows beside its live ones: dead-lettered, and said. Then a
+// too-old record in an export: Loki 3.4.6 answers 400 naming it and stores the rest, exactly once.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { LogEntry } from "../../src/model.ts";
+import { LogEntry, type Labels } from "../../src/model.ts";
+import { createLogger } from "../../src/obs/logger.ts";
+import { DEMO_POLLING } from "../../src/sim/demo-polling.ts";
 import { startDemoWorld } from "../../src/sim/demo-world.ts";
 import { LOKI_DEFAULT_LIMITS } from "../../src/sinks/loki/limits.ts";
-import { createOtlpSink } from "../../src/sinks/otlp/sink.ts";
-import { runApp } from "../support/app.ts";
+import { createOtlpSink, type OtlpSinkDeps } from "../../src/sinks/otlp/sink.ts";
+import type { OtlpSinkSettings } from "../../src/sinks/otlp/settings.ts";
+import { runDaemon } from "../support/two-orgs.ts";
 import { tempDir } from "../support/tmp.ts";
 import { nowNs, realLokiForFile } from "./support/real-loki.ts";
+import { emittedBySource, storedBySource } from "./support/sim-counts.ts";
 
 const shared = realLokiForFile();
 const missing = shared.missing;
 const EVENTS = 1_000;
 const ORG_ID = "00D0000000000OTL";
 
+/** The OTLP sink straight to the shared Loki as `tenant`, gzip, defaults otherwise. */
+function otlpSinkTo(
+  tenant: string,
+  over: Partial<OtlpSinkSettings> = {},
+  deps: OtlpSinkDeps = {},
+): ReturnType<typeof createOtlpSink> {
+  return createOtlpSink(
+    {
+      url: `${shared.loki.url}/otlp/v1/logs`,
+      tenant_id: tenant,
+      headers: {},
+      compression: "gzip",
+      service_name: "sf2loki",
+      batch: { max_line_bytes: 262_144 },
+      ...over,
+    },
+    deps,
+  );
+}
+
+/** The per-tenant otlp_config docs/otlp.md ("Streams") tells an operator to set. */
+const INDEX_STREAM = {
+  otlp_config: {
+    resource_attributes: {
+      attributes_config: [{ action: "index_label", attributes: ["sf2loki.stream"] }],
+    },
+  },
+};
+
 test(
-  "every sim Pub/Sub event lands once over OTLP, under service_name and the documented labels",
+  "every sim source lands once over OTLP, under service_name and the documented labels and metadata",
   { skip: missing },
   async (t) => {
-    const world = await startDemoWorld({ seed: 5, eventsPerTopic: EVENTS, orgId: ORG_ID });
-    t.after(() => world.stop());
     const tenant = "otlp";
+    await shared.loki.setLimits({ [tenant]: INDEX_STREAM, "otlp-shared": {} });
+    const world = await startDemoWorld({
+      seed: 5,
+      eventsPerTopic: EVENTS,
+      orgId: ORG_ID,
+      polling: DEMO_POLLING,
+    });
+    t.after(() => world.stop());
     const tree = world.config(`${tempDir()}/state.json`);
     tree.sink = {
       type: "otlp",
       otlp: { url: `${shared.loki.url}/otlp/v1/logs`, tenant_id: tenant },
-      loki: { batch: { flush_interval: "200ms" }, structured_metadata_fields: ["UserId"] },
+      loki: { batch: { flush_interval: "200ms" }, structured_metadata_fields: ["UserId", "USER_ID"] },
     };
+    const expected = emittedBySource(world, EVENTS);
+    const want = Object.values(expected).reduce((a, b) => a + b, 0);
     const start = nowNs() - 7n * 86_400_000_000_000n;
     const end = (): bigint => nowNs() + 60_000_000_000n;
-    runApp(t, tree);
     const reader = shared.loki.reader(tenant);
     const selector = '{service_name="sf2loki"}';
-    let counts = new Map<string, number>();
-    const deadline = Date.now() + 90_000;
-    while (Date.now() < deadline) {
-      counts = await reader.countBy(selector, start, end(), ["event_type"]);
-      if ([...counts.values()].reduce((a, b) => a + b, 0) >= 3 * EVENTS) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-    // count_over_time counts every stored copy: exactly EVENTS means once each.
-    assert.deepEqual(Object.fromEntries(counts), {
-      LoginEventStream: EVENTS,
-      ApiEventStream: EVENTS,
-      LightningUriEventStream: EVENTS,
+    await runDaemon(tree, {
+      pollOnce: true,
+      what: `${want} records in Loki`,
+      until: async () => (await reader.count(selector, start, end())) >= want,
     });
-    // Indexed: service.name and deployment.environment, Loki's defaults; everything else is metadata.
-    assert.deepEqual(await reader.series(selector, start, end()), [
-      { deployment_environment: "production", service_name: "sf2loki" },
-    ]);
-    const stored = await reader.entries(selector, start, end());
-    assert.equal(stored.length, 3 * EVENTS, "distinct entries");
-    const ids = new Set(stored.map((e) => /"EventIdentifier": ?"([^"]+)"/.exec(e.line)?.[1]));
-    assert.equal(ids.size, 3 * EVENTS, "distinct EventIdentifiers");
-    for (const e of stored) {
+    await shared.loki.flush(); // rows dated hours back are read from the store once flushed
+    // count_over_time counts every stored copy: exactly what the org emitted means once each.
+    const got = await storedBySource(reader, selector, [start, end()], expected);
+    assert.deepEqual(got, expected, "count_over_time per source and event type");
+    // Indexed: service.name, deployment.environment (Loki's defaults) and sf2loki.stream (told to).
+    const series = await reader.series(selector, start, end());
+    assert.ok(series.length >= Object.keys(expected).length, JSON.stringify(series));
+    for (const s of series) {
+      assert.deepEqual(Object.keys(s).sort(), ["deployment_environment", "service_name", "sf2loki_stream"]);
+      assert.equal(s.service_name, "sf2loki");
+    }
+    const logins = await reader.entries(`${selector} | event_type="LoginEventStream"`, start, end());
+    assert.equal(logins.length, EVENTS, "distinct entries");
+    const ids = new Set(logins.map((e) => /"EventIdentifier": ?"([^"]+)"/.exec(e.line)?.[1]));
+    assert.equal(ids.size, EVENTS, "distinct EventIdentifiers");
+    for (const e of logins) {
       assert.equal(e.metadata.salesforce_org_id, ORG_ID);
       assert.equal(e.metadata.source, "pubsub");
       assert.equal(e.metadata.scope_name, "sf2loki");
       assert.equal(e.metadata.severity_text, e.metadata.level);
-      assert.ok(e.metadata.event_type && e.metadata.observed_timestamp, JSON.stringify(e.metadata));
+      assert.ok(e.metadata.observed_timestamp, JSON.stringify(e.metadata));
     }
-    // The Loki sink's selectors have LogQL equivalents over the metadata (docs/otlp.md).
-    const login = await reader.count(
-      `{service_name="sf2loki"} | salesforce_org_id="${ORG_ID}" | source="pubsub" | event_type="LoginEventStream"`,
+    // The Loki sink's selectors have LogQL equivalents (docs/otlp.md).
+    const viaStream = await reader.count(
+      `{service_name="sf2loki", sf2loki_stream="pubsub/LoginEventStream"} | salesforce_org_id="${ORG_ID}"`,
       start,
       end(),
     );
-    assert.equal(login, EVENTS);
-    const withUser = stored.find((e) => e.metadata.UserId);
+    assert.equal(viaStream, EVENTS);
+    const withUser = logins.find((e) => e.metadata.UserId);
     assert.ok(withUser, "a configured structured-metadata field arrives as metadata");
     assert.ok(
       (await reader.count(`${selector} | UserId="${withUser.metadata.UserId}"`, start, end())) >= 1,
@@ -80,23 +120,57 @@ test(
 );
 
 test(
+  "a Loki that does not index sf2loki.stream: old rows refused as too far behind are dead-lettered, with the fix said once",
+  { skip: missing },
+  async (t) => {
+    const tenant = "otlp-shared";
+    const lines: string[] = [];
+    const logger = createLogger({ level: "warn", destination: { write: (l: string) => lines.push(l) } });
+    const sink = otlpSinkTo(tenant, {}, { logger });
+    t.after(() => sink.close());
+    const now = nowNs();
+    const base = { job: "sf2loki", service_name: "sf2loki", environment: "production", sf_org_id: ORG_ID };
+    const live = { ...base, source: "pubsub", event_type: "LoginEventStream" };
+    const elf = { ...base, source: "eventlogfile", event_type: "Login" };
+    const mk = (labels: Labels, ts: bigint, i: number): LogEntry =>
+      new LogEntry({
+        timestampNs: ts,
+        labels,
+        line: `{"n":${i}}`,
+        checkpoint: { key: "k", value: String(i) },
+      });
+    const first = await sink.push([mk(live, now, 0)]);
+    assert.deepEqual(first.dropped, []);
+    const rows = Array.from({ length: 20 }, (_, i) =>
+      mk(elf, now - 3n * 3_600_000_000_000n + BigInt(i), 1 + i),
+    );
+    const fresh = Array.from({ length: 10 }, (_, i) => mk(live, now - 1_000_000_000n + BigInt(i), 100 + i));
+    for (const batch of [[...rows.slice(0, 10), ...fresh], rows.slice(10)]) {
+      const result = await sink.push(batch);
+      const reasons = result.dropped.map((g) => [g.reason, g.entries.length, g.detail?.slice(0, 300)]);
+      assert.ok(
+        result.dropped.every((g) => g.reason === "too_far_behind"),
+        JSON.stringify(reasons),
+      );
+    }
+    const warned = lines.filter((l) => l.includes("sf2loki.stream"));
+    assert.equal(warned.length, 1, "the fix is said once");
+    assert.match(warned[0]!, /index_label/);
+    const reader = shared.loki.reader(tenant);
+    assert.equal(
+      await reader.count('{service_name="sf2loki"}', now - 4n * 3_600_000_000_000n, now + 60_000_000_000n),
+      11,
+    );
+  },
+);
+
+test(
   "a too-old record in an export: dead-lettered with Loki's words, the valid ones stored exactly once",
   { skip: missing },
   async (t) => {
     const tenant = "otlp-partial";
-    const sink = createOtlpSink(
-      {
-        url: `${shared.loki.url}/otlp/v1/logs`,
-        tenant_id: tenant,
-        headers: {},
-        compression: "gzip",
-        service_name: "sf2loki",
-        batch: { max_line_bytes: 262_144 },
-        // Local checks off, so Loki itself refuses the record and its answer is what is judged.
-        limits: { ...LOKI_DEFAULT_LIMITS, enabled: false },
-      },
-      {},
-    );
+    // Local checks off, so Loki itself refuses the record and its answer is what is judged.
+    const sink = otlpSinkTo(tenant, { limits: { ...LOKI_DEFAULT_LIMITS, enabled: false } });
     t.after(() => sink.close());
     const now = nowNs();
     const labels = {

@@ -10,6 +10,7 @@ import { startDemoWorld } from "../../src/sim/demo-world.ts";
 import { tempDir } from "../support/tmp.ts";
 import { runDaemon } from "../support/two-orgs.ts";
 import { nowNs, realLokiForFile } from "./support/real-loki.ts";
+import { emittedBySource, storedBySource } from "./support/sim-counts.ts";
 
 const shared = realLokiForFile();
 const EVENTS = 200;
@@ -45,13 +46,7 @@ for (const wire of [
         ...wire,
         structured_metadata_fields: ["UserId", "USER_ID"],
       };
-      const expected: Record<string, number> = {};
-      for (const topic of ["LoginEventStream", "ApiEventStream", "LightningUriEventStream"])
-        expected[`pubsub/${topic}`] = EVENTS;
-      for (const [key, d] of Object.entries(world.pollingStats())) {
-        const [source, type] = key.split(":");
-        expected[type ? `${source}/${type}` : `${source}/*`] = d.emitted;
-      }
+      const expected = emittedBySource(world, EVENTS);
       const want = Object.values(expected).reduce((a, b) => a + b, 0);
       const reader = loki.reader(tenant);
       const range = [nowNs() - 7n * DAY_NS, nowNs() + 60_000_000_000n] as const;
@@ -62,12 +57,7 @@ for (const wire of [
       });
       await loki.flush(); // rows dated hours back are read from the store once flushed
 
-      const got: Record<string, number> = {};
-      for (const [k, n] of await reader.countBy('{job="sf2loki"}', ...range, ["source", "event_type"])) {
-        const [source, type] = k.split("|");
-        const key = expected[`${source}/${type}`] !== undefined ? `${source}/${type}` : `${source}/*`;
-        got[key] = (got[key] ?? 0) + n;
-      }
+      const got = await storedBySource(reader, '{job="sf2loki"}', range, expected);
       assert.deepEqual(got, expected, "count_over_time per source and event type");
 
       for (const series of await reader.series('{job="sf2loki"}', ...range)) {

@@ -10,6 +10,8 @@ import { decodeExportRequest, encodeExportResponse, flatRecords, type FlatRecord
 export interface ReceivedExport {
   readonly headers: IncomingHttpHeaders;
   readonly records: FlatRecord[];
+  /** ResourceLogs in the export. */
+  readonly resources: number;
 }
 
 export interface ScriptedAnswer {
@@ -66,7 +68,12 @@ export async function startOtlpReceiver(path = "/v1/logs"): Promise<OtlpReceiver
       if (req.headers["content-encoding"] === "gzip") body = gunzipSync(body);
       let received: ReceivedExport;
       try {
-        received = { headers: req.headers, records: flatRecords(decodeExportRequest(body)) };
+        const decoded = decodeExportRequest(body);
+        received = {
+          headers: req.headers,
+          records: flatRecords(decoded),
+          resources: decoded.resource_logs.length,
+        };
       } catch (err) {
         res.writeHead(400, { "content-type": "text/plain" }).end(`undecodable: ${String(err)}`);
         return;

@@ -1,6 +1,10 @@
 // How an sf2loki entry becomes an OTLP log record (docs/otlp.md, "The mapping"). The Loki sink's
-// stream labels split in two: the org's identity becomes the resource (one ResourceLogs per org), the
-// rest (source, event_type, promoted fields) record attributes beside the structured metadata.
+// stream labels split in two: the org's identity becomes the resource, the rest (source, event_type,
+// promoted fields) record attributes beside the structured metadata. The resource also names the
+// stream (`sf2loki.stream`): Loki keys an OTLP stream by the resource attributes it indexes only, and
+// under its defaults an org's EventLogFile rows (hours old) and its live events would share one stream,
+// where Loki refuses whatever is over an hour behind the newest entry. A Loki told to index
+// `sf2loki.stream` keeps them apart, as the Loki sink's streams are.
 import type { Labels } from "../../model.ts";
 
 /** Stream labels that name the org, sent as resource attributes under OpenTelemetry's names. */
@@ -9,6 +13,17 @@ export const RESOURCE_ATTRIBUTE_OF: Readonly<Record<string, string>> = {
   environment: "deployment.environment",
   org: "salesforce.org.name",
 };
+
+/** The resource attribute naming an entry's stream: `<source>/<event_type>`. */
+export const STREAM_ATTRIBUTE = "sf2loki.stream";
+
+/** The Loki label a Loki that indexes STREAM_ATTRIBUTE makes of it. */
+export const STREAM_LABEL = "sf2loki_stream";
+
+/** `sf2loki.stream`'s value: entries of one source and event type are dated alike. */
+export function streamName(labels: Labels): string {
+  return `${labels.source ?? ""}/${labels.event_type ?? ""}`;
+}
 
 /** `service.name`'s default: Loki indexes it as `service_name`, what the Loki sink sends as a label. */
 export const DEFAULT_SERVICE_NAME = "sf2loki";
@@ -22,20 +37,22 @@ export const SCOPE_NAME = "sf2loki";
  */
 const NOT_SENT = new Set(["job", "service_name"]);
 
-/** The resource attributes of an entry's stream labels, `service.name` first. */
+/** The resource attributes of an entry's stream labels, `service.name` first, the stream last. */
 export function resourceAttributes(labels: Labels, serviceName: string): [string, string][] {
   const out: [string, string][] = [["service.name", serviceName]];
   for (const label of Object.keys(RESOURCE_ATTRIBUTE_OF)) {
     const value = labels[label];
     if (value !== undefined) out.push([RESOURCE_ATTRIBUTE_OF[label]!, value]);
   }
+  out.push([STREAM_ATTRIBUTE, streamName(labels)]);
   return out;
 }
 
-/** One key per distinct resource: the identity labels' values (undefined and "" kept apart). */
+/** One key per distinct resource: the identity labels' values (undefined and "" kept apart), the stream. */
 export function resourceKey(labels: Labels): string {
   const { sf_org_id: id, environment: env, org } = labels;
-  return `${id === undefined ? "-" : `=${id}`}\u0000${env === undefined ? "-" : `=${env}`}\u0000${org === undefined ? "-" : `=${org}`}`;
+  const part = (v: string | undefined): string => (v === undefined ? "-" : `=${v}`);
+  return `${part(id)}\u0000${part(env)}\u0000${part(org)}\u0000${streamName(labels)}`;
 }
 
 /** The record attributes a stream's labels give every record of it, names ascending. */
@@ -64,9 +81,8 @@ export function severityNumber(level: string | undefined): number {
 /**
  * The stream labels Loki makes of a record under its default `otlp_config` (3.4: of our resource
  * attributes it indexes service.name and deployment.environment, dots as underscores; the rest is
- * structured metadata). Loki names a refused record by these, so a 400 is read back onto entries
- * through them. A Loki configured to index more (salesforce.org.id) names streams this does not
- * predict: its 400s are then isolated by bisection instead.
+ * structured metadata). Used to read a 400 back onto entries when the refusal names more than one
+ * stream; an export holds one sf2loki stream, so normally whatever stream Loki names is its own.
  */
 export function lokiIndexLabels(labels: Labels, serviceName: string): Labels {
   const env = labels.environment;

@@ -19,12 +19,13 @@ import {
 import { LOKI_DEFAULT_LIMITS, type LokiLimits } from "../loki/limits.ts";
 import { attribute, storedOf } from "../loki/attribute.ts";
 import { preparePush } from "../loki/prepare.ts";
-import { parseRefusals } from "../loki/refusals.ts";
+import { parseRefusals, type ParsedRefusals } from "../loki/refusals.ts";
 import { createLokiSinkMetrics, type LokiSinkMetrics } from "../loki/metrics.ts";
 import { authHeaders } from "../wire/auth.ts";
 import type { PushDrops } from "../wire/drops.ts";
 import { closePool, parsePushUrl } from "../wire/endpoint.ts";
 import { deliverIsolating } from "../wire/isolate.ts";
+import { deliverPerStream } from "../wire/per-stream.ts";
 import {
   DETAIL_MAX_BYTES,
   PUSH_DEADLINES,
@@ -35,7 +36,8 @@ import {
   type PushDeadlines,
 } from "../wire/push-service.ts";
 import { readFailureMessage, readPartialSuccess } from "./answer.ts";
-import { lokiIndexLabels } from "./mapping.ts";
+import { STREAM_ATTRIBUTE, STREAM_LABEL, lokiIndexLabels } from "./mapping.ts";
+import { renderLabels } from "../loki/labels.ts";
 import { encodeOtlpRequest, type OtlpRequestSettings } from "./request.ts";
 import type { OtlpSinkSettings } from "./settings.ts";
 
@@ -116,6 +118,14 @@ function extraHeaders(headers: Record<string, string>, key: string): Record<stri
   return out;
 }
 
+/** The labels of the one stream a refusal names throughout, or undefined (none, several, unparsed). */
+function onlyStreamNamed(parsed: ParsedRefusals): Labels | undefined {
+  const named = [...parsed.refusals, ...parsed.reports];
+  const first = named[0];
+  if (first?.labels === undefined) return undefined;
+  return named.every((r) => r.rawLabels === first.rawLabels) ? first.labels : undefined;
+}
+
 interface DeliverContext {
   readonly single: boolean;
   readonly drops: PushDrops;
@@ -135,6 +145,7 @@ export class OtlpSink implements Sink {
   readonly #clock: Clock;
   /** Loki's stream labels of each label set, memoised per labels object (a run shares one). */
   readonly #lokiLabels = new WeakMap<Labels, Labels>();
+  #warnedSharedStream = false;
 
   constructor(settings: OtlpSinkSettings, deps: OtlpSinkDeps = {}) {
     const key = deps.configKey ?? "sink.otlp";
@@ -187,17 +198,22 @@ export class OtlpSink implements Sink {
         signal,
         onLanded,
       };
-      await deliverIsolating(send, ctx, {
-        send: (part) => this.#send(part, signal),
-        refusal: (err) => (err instanceof OtlpRejectedError ? err : undefined),
-        settle: (part, err) => this.#settle(part, err, ctx),
-        isolated: (entry, err) => {
-          this.#isolated(entry, err, ctx);
-        },
-        reason: rejectionReason,
-      });
+      // One sf2loki stream per export: Loki answers a request for its last stream only (per-stream.ts).
+      await deliverPerStream(send, ctx, (stream, c) => this.#deliver(stream, c));
     }
     return { dropped: drops.result() };
+  }
+
+  async #deliver(entries: readonly LogEntry[], ctx: DeliverContext): Promise<void> {
+    await deliverIsolating(entries, ctx, {
+      send: (part) => this.#send(part, ctx.signal),
+      refusal: (err) => (err instanceof OtlpRejectedError ? err : undefined),
+      settle: (part, err) => this.#settle(part, err, ctx),
+      isolated: (entry, err) => {
+        this.#isolated(entry, err, ctx);
+      },
+      reason: rejectionReason,
+    });
   }
 
   async #send(part: readonly LogEntry[], signal: AbortSignal | undefined): Promise<void> {
@@ -223,7 +239,13 @@ export class OtlpSink implements Sink {
    * again could store a copy of one that was kept. Returns what is left open (for bisection).
    */
   #settle(part: readonly LogEntry[], err: OtlpRejectedError, ctx: DeliverContext): readonly LogEntry[] {
-    const { refused, unsettled } = attribute(part, parseRefusals(err.words), this.#labelsOf);
+    const parsed = parseRefusals(err.words);
+    // An export carries one sf2loki stream, which is one Loki stream whatever Loki indexes of it
+    // (sf2loki.stream or not): the stream Loki names, when it names one, is this export's.
+    const named = onlyStreamNamed(parsed);
+    const { refused, unsettled } = attribute(part, parsed, named ? () => named : this.#labelsOf);
+    if (named && !(STREAM_LABEL in named) && refused.some((r) => r.reason === "too_far_behind"))
+      this.#warnSharedStream(named);
     if (err.rejected !== undefined) {
       const exact = unsettled.length === 0 && refused.length === err.rejected;
       if (!exact) {
@@ -241,6 +263,24 @@ export class OtlpSink implements Sink {
     if (ctx.onLanded && refused.length + unsettled.length < part.length)
       ctx.onLanded(storedOf(part, { refused, unsettled }));
     return unsettled;
+  }
+
+  /**
+   * Loki refused records as too far behind in a stream it keys without `sf2loki.stream`: an org's
+   * EventLogFile rows and live events then share one Loki stream and the older ones keep being
+   * refused. Said once a sink (every refused record is dead-lettered, so nothing is lost meanwhile).
+   */
+  #warnSharedStream(named: Labels): void {
+    if (this.#warnedSharedStream) return;
+    this.#warnedSharedStream = true;
+    this.#logger.warn(
+      { stream: renderLabels(named) },
+      `Loki refused records as too far behind in stream ${renderLabels(named)}, which holds every ` +
+        `source of the org because Loki does not index the ${STREAM_ATTRIBUTE} resource attribute: ` +
+        `add it to Loki's limits_config.otlp_config.resource_attributes.attributes_config with ` +
+        `action index_label (docs/otlp.md, "Streams"), then replay the dead letters ` +
+        `(sf2loki deadletter replay)`,
+    );
   }
 
   /** A lone record refused without being named: dropped, or Permanent when it was the batch. */

@@ -39,7 +39,7 @@ test("the official protos read every record: body, both times, severity, resourc
       line: "",
       meta: { level: "error" },
     }),
-    // Org A again, another stream, in another key order: the same resource.
+    // Org A again, another stream, in another key order.
     entry({
       labels: { event_type: "ApiEvent", source: "eventlog_objects", ...ORG_A },
       line: "x".repeat(300),
@@ -49,26 +49,29 @@ test("the official protos read every record: body, both times, severity, resourc
     entry({ labels: { ...ORG_A, source: "apexlog", event_type: "ApexLog" }, meta: {} }),
   ];
   const decoded = decodeExportRequest(encodeExportLogsRequest(batch, { serviceName: "sf2loki" }, OBSERVED));
-  assert.equal(decoded.resource_logs.length, 2, "one ResourceLogs per org");
+  assert.equal(decoded.resource_logs.length, 4, "one ResourceLogs per org and stream");
   assert.deepEqual(
     decoded.resource_logs.map((rl) => rl.scope_logs.length),
-    [1, 1],
+    [1, 1, 1, 1],
     "one ScopeLogs per resource",
   );
   const records = flatRecords(decoded);
+  const a = { "service.name": "sf2loki", "salesforce.org.id": "00DA", "deployment.environment": "prod" };
   assert.deepEqual(
     records.map((r) => r.resource),
     [
-      { "service.name": "sf2loki", "salesforce.org.id": "00DA", "deployment.environment": "prod" },
-      { "service.name": "sf2loki", "salesforce.org.id": "00DA", "deployment.environment": "prod" },
-      { "service.name": "sf2loki", "salesforce.org.id": "00DA", "deployment.environment": "prod" },
-      { "service.name": "sf2loki", "salesforce.org.id": "00DA", "deployment.environment": "prod" },
+      { ...a, "sf2loki.stream": "pubsub/LoginEventStream" },
       {
         "service.name": "sf2loki",
         "salesforce.org.id": "00DB",
         "deployment.environment": "sandbox",
         "salesforce.org.name": "emea",
+        "sf2loki.stream": "eventlogfile/API",
       },
+      // Org A's ApiEvent, in another key order: the same org, its own stream.
+      { ...a, "sf2loki.stream": "eventlog_objects/ApiEvent" },
+      { ...a, "sf2loki.stream": "apexlog/ApexLog" },
+      { ...a, "sf2loki.stream": "apexlog/ApexLog" },
     ],
   );
   assert.ok(records.every((r) => r.scope === "sf2loki"));
@@ -83,10 +86,10 @@ test("the official protos read every record: body, both times, severity, resourc
         "warn",
         { event_type: "LoginEventStream", source: "pubsub", USER_ID: "005x", level: "warn", z: "" },
       ],
+      [T0 + 1n, "", 17, "error", { event_type: "API", source: "eventlogfile", level: "error" }],
       [T0, "x".repeat(300), 9, "info", { event_type: "ApiEvent", source: "eventlog_objects", level: "info" }],
       [T0, "{}", 5, "debug", { event_type: "ApexLog", source: "apexlog", level: "debug" }],
       [T0, "{}", 0, "", { event_type: "ApexLog", source: "apexlog" }],
-      [T0 + 1n, "", 17, "error", { event_type: "API", source: "eventlogfile", level: "error" }],
     ],
   );
 });
