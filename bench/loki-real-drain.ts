@@ -6,7 +6,10 @@
 // configured rate. The rows are counted back with LogQL after a flush: a lost or repeated row is an
 // error, not a figure. Not part of `npm run bench` (it needs ../shared/loki).
 //
-// Usage: node bench/loki-real-drain.ts [--dist] [rows]     (default 1 000 000; --dist: the compiled build)
+// With --otlp the daemon exports over OTLP to Loki's /otlp/v1/logs instead (#28); with --compare it
+// drains the same rows both ways, one after the other, each into a fresh Loki, and reports the ratio.
+//
+// Usage: node bench/loki-real-drain.ts [--dist] [--otlp|--compare] [rows]   (default 1 000 000 rows)
 import { execFile, fork } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -32,7 +35,17 @@ function cpuSecondsOf(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S;
 }
 
-async function drain(rows: number, entry: "dist" | "src"): Promise<Record<string, unknown>> {
+type Wire = "loki" | "otlp";
+
+/** The daemon's sink block for `wire`, into `loki` as `tenant`. */
+function sinkOf(wire: Wire, loki: { url: string; pushUrl: string }, tenant: string): Record<string, unknown> {
+  const shaping = { structured_metadata_fields: ["USER_ID", "CLIENT_IP"] };
+  return wire === "loki"
+    ? { loki: { url: loki.pushUrl, tenant_id: tenant, ...shaping } }
+    : { type: "otlp", otlp: { url: `${loki.url}/otlp/v1/logs`, tenant_id: tenant }, loki: shaping };
+}
+
+async function drain(rows: number, entry: "dist" | "src", wire: Wire): Promise<Record<string, unknown>> {
   await promisify(execFile)("bash", ["-c", `test -f ${LOKI_SH}`]).catch(() => {
     throw new Error(`no real Loki at ${LOKI_SH}`);
   });
@@ -54,6 +67,12 @@ async function drain(rows: number, entry: "dist" | "src"): Promise<Record<string
         ingestion_burst_size_mb: 10_000,
         per_stream_rate_limit: "10GB",
         per_stream_rate_limit_burst: "10GB",
+        // docs/otlp.md "Streams": OTLP records keyed by their stream, as the Loki sink's are.
+        otlp_config: {
+          resource_attributes: {
+            attributes_config: [{ action: "index_label", attributes: ["sf2loki.stream"] }],
+          },
+        },
       },
     });
     const { salesforce } = org.ready as { salesforce: Record<string, unknown> };
@@ -61,9 +80,7 @@ async function drain(rows: number, entry: "dist" | "src"): Promise<Record<string
     daemon.send({
       salesforce,
       sources: { eventlogfile: { enabled: true, event_types: ["API"] } },
-      sink: {
-        loki: { url: loki.pushUrl, tenant_id: tenant, structured_metadata_fields: ["USER_ID", "CLIENT_IP"] },
-      },
+      sink: sinkOf(wire, loki, tenant),
       state: { file: { path: join(dir, "state.json") } },
     });
     await ready;
@@ -81,10 +98,15 @@ async function drain(rows: number, entry: "dist" | "src"): Promise<Record<string
     const now = BigInt(Date.now()) * 1_000_000n;
     const stored = await loki
       .reader(tenant)
-      .count('{event_type="API"}', now - 7n * DAY_NS, now + 60_000_000_000n);
+      .count(
+        wire === "loki" ? '{event_type="API"}' : '{service_name="sf2loki"} | event_type="API"',
+        now - 7n * DAY_NS,
+        now + 60_000_000_000n,
+      );
     if (stored !== rows) throw new Error(`Loki holds ${stored} rows by count_over_time; expected ${rows}`);
     return {
       entry,
+      wire,
       rows,
       seconds: Math.round(seconds * 100) / 100,
       rows_per_s: Math.round(rows / seconds),
@@ -109,11 +131,22 @@ async function drain(rows: number, entry: "dist" | "src"): Promise<Record<string
 }
 
 const args = process.argv.slice(2);
-const rows = Number(args.find((a) => a !== "--dist") ?? 1_000_000);
+const rows = Number(args.find((a) => !a.startsWith("--")) ?? 1_000_000);
 if (!Number.isInteger(rows) || rows < 1) {
-  process.stderr.write("usage: node bench/loki-real-drain.ts [--dist] [rows]\n");
+  process.stderr.write("usage: node bench/loki-real-drain.ts [--dist] [--otlp|--compare] [rows]\n");
   process.exit(2);
 }
-process.stdout.write(
-  `${JSON.stringify({ bench: "loki-real-drain", ...(await drain(rows, args.includes("--dist") ? "dist" : "src")) })}\n`,
-);
+const entry = args.includes("--dist") ? "dist" : "src";
+if (args.includes("--compare")) {
+  const loki = await drain(rows, entry, "loki");
+  const otlp = await drain(rows, entry, "otlp");
+  const ratio = Math.round(((otlp.rows_per_s as number) / (loki.rows_per_s as number)) * 100) / 100;
+  process.stdout.write(
+    `${JSON.stringify({ bench: "loki-real-drain", compare: { loki, otlp, otlp_over_loki_rows_per_s: ratio } })}\n`,
+  );
+} else {
+  const wire: Wire = args.includes("--otlp") ? "otlp" : "loki";
+  process.stdout.write(
+    `${JSON.stringify({ bench: "loki-real-drain", ...(await drain(rows, entry, wire)) })}\n`,
+  );
+}
