@@ -43,7 +43,8 @@ function kubeconfig(server: string, token: string): string {
 }
 
 async function get(url: string): Promise<{ status: number; body: string }> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+  // Generous: the pods are real processes, and on a loaded 2-core host one answer took over 2 s.
+  const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
   return { status: res.status, body: await res.text() };
 }
 
