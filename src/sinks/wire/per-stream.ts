@@ -5,7 +5,8 @@
 // Sent alone, every stream's answer is its own. A batch's streams still travel together: at most
 // STREAM_CONCURRENCY requests at once, the batch done when all are, and a stream stored while
 // another failed is told as landed so the pipeline's retry does not send it twice.
-import { sameLabelSet, type Labels, type LogEntry } from "../../model.ts";
+import type { LogEntry } from "../../model.ts";
+import { groupStreams } from "../loki/streams.ts";
 import type { LandListener } from "../sink.ts";
 import type { PushDrops } from "./drops.ts";
 
@@ -19,42 +20,6 @@ export interface PerStreamContext {
   readonly onLanded: LandListener | undefined;
 }
 
-/** A label set's identity, whatever object holds it. Streams of a run share label objects, so cached. */
-const keys = new WeakMap<Labels, string>();
-function streamKey(labels: Labels): string {
-  let key = keys.get(labels);
-  if (key === undefined) {
-    key = JSON.stringify(
-      Object.keys(labels)
-        .sort()
-        .map((k) => [k, labels[k]]),
-    );
-    keys.set(labels, key);
-  }
-  return key;
-}
-
-/** The entries of each stream, streams in order of first appearance, entries in batch order. */
-export function streamsOf(entries: readonly LogEntry[]): LogEntry[][] {
-  const byKey = new Map<string, LogEntry[]>();
-  let lastLabels: Labels | undefined;
-  let last: LogEntry[] | undefined;
-  for (const e of entries) {
-    // Entries come in runs of one stream, often each with its own label object (the static-label
-    // merge makes one per entry): comparing with the run's labels spares most of the keying.
-    if (last && (e.labels === lastLabels || sameLabelSet(e.labels, lastLabels!))) {
-      last.push(e);
-      continue;
-    }
-    const key = streamKey(e.labels);
-    last = byKey.get(key);
-    if (!last) byKey.set(key, (last = []));
-    last.push(e);
-    lastLabels = e.labels;
-  }
-  return [...byKey.values()];
-}
-
 /**
  * Delivers `entries` one stream per request through `deliver`. A single stream goes as is. With
  * several, what `deliver` stored of each stream it completes is told to `ctx.onLanded`; once one fails no other
@@ -65,7 +30,7 @@ export async function deliverPerStream<C extends PerStreamContext>(
   ctx: C,
   deliver: (stream: readonly LogEntry[], ctx: C) => Promise<void>,
 ): Promise<void> {
-  const streams = streamsOf(entries);
+  const streams = groupStreams(entries).map((g) => g.entries);
   if (streams.length <= 1) {
     await deliver(entries, ctx);
     return;
