@@ -956,11 +956,7 @@ async function settledReadyz(r: Replica): Promise<{ status: number; body: string
  * over; c joins as the standby; b gets SIGTERM and c takes over. Asserts every property of the issue and
  * returns the measured figures.
  */
-export async function killThenTerm(
-  t: TestContext,
-  rig: HaRig,
-  opts: { reconciled?: boolean } = {},
-): Promise<FailoverFigures> {
+export async function killThenTerm(t: TestContext, rig: HaRig): Promise<FailoverFigures> {
   const { world, pairing } = rig;
   const a = await rig.spawnLeader("replica-a");
   const b = await rig.spawnStandby("replica-b");
@@ -1003,9 +999,7 @@ export async function killThenTerm(
   // A kill leaves the streaming lane's pushes that Loki stored unanswered (the ack gate held them) and
   // uncommitted. The new leader resumes from a checkpoint it did not write, looks up what it re-reads
   // in Loki before pushing it (reconcile, #27) and skips what is there: not one copy.
-  // Without a read path (the OTLP sink, #28) the re-read is sent again: at least once, measured.
-  if (opts.reconciled ?? true)
-    assert.equal(figures.duplicatesFromKill, 0, "the new leader re-sends nothing Loki already holds");
+  assert.equal(figures.duplicatesFromKill, 0, "the new leader re-sends nothing Loki already holds");
   assert.equal(figures.duplicatesFromTerm, 0, "a clean stop commits what it delivered before it releases");
   // The standby sees the last renewal (before the kill) within one renew interval and takes over once
   // it has watched it unchanged for a whole ttl: ttl + renew at most. 500 ms covers the file lease's

@@ -6,7 +6,7 @@
 // log queries collapse copies on.
 import { Pool, type Dispatcher } from "../../util/http-dispatchers.ts";
 import { describeError } from "../../errors.ts";
-import type { LogEntry } from "../../model.ts";
+import type { Labels, LogEntry } from "../../model.ts";
 import { StoredLookupError, type StoredAnswer, type StoredLookup } from "../sink.ts";
 import { truncateLine } from "../wire/line-cap.ts";
 import { groupStreams, type StreamGroup } from "./streams.ts";
@@ -42,6 +42,17 @@ export interface LokiLookupOptions {
   deadlines: LokiDeadlines;
   /** Injected (tests, or a proxy-aware dispatcher); otherwise the lookup owns a Pool opened on first use. */
   dispatcher?: Dispatcher;
+  /**
+   * The query finding a stream's entries, and the labels Loki names that stream by. Default: the
+   * pushed labels themselves. The OTLP sink's records carry other labels in Loki (otlp/mapping.ts).
+   */
+  queryOf?: (labels: Labels) => StreamQuery;
+}
+
+/** A LogQL log query for one stream's entries, and the stream labels its answers must carry. */
+export interface StreamQuery {
+  readonly selector: string;
+  readonly labelSet: Labels;
 }
 
 interface QueryData {
@@ -105,12 +116,16 @@ export class LokiLookup implements StoredLookup {
     const seen = new Set<string>();
     let found = 0;
     let from = min;
+    const { selector, labelSet } = this.#opts.queryOf?.(group.labelSet) ?? {
+      selector: group.labels,
+      labelSet: group.labelSet,
+    };
     for (;;) {
-      const data = await this.#query(group.labels, from, max + 1n, signal, count());
+      const data = await this.#query(selector, from, max + 1n, signal, count());
       let fresh = 0;
       let last = from;
       for (const stream of data.result ?? []) {
-        const ours = sameStream(group.labelSet, stream.stream ?? {});
+        const ours = sameStream(labelSet, stream.stream ?? {});
         for (const value of stream.values ?? []) {
           const ts = BigInt(value[0]);
           if (ts > last) last = ts;
@@ -124,11 +139,7 @@ export class LokiLookup implements StoredLookup {
       }
       if (fresh === 0 || found === wanted.size || (last >= max && fresh < LOOKUP_PAGE)) return;
       if (last === from && fresh >= LOOKUP_PAGE) {
-        throw this.#failure(
-          "unreadable",
-          `more than ${LOOKUP_PAGE} entries of ${group.labels} at ${from}ns`,
-          0,
-        );
+        throw this.#failure("unreadable", `more than ${LOOKUP_PAGE} entries of ${selector} at ${from}ns`, 0);
       }
       from = last;
     }

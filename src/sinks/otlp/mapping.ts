@@ -6,6 +6,8 @@
 // where Loki refuses whatever is over an hour behind the newest entry. A Loki told to index
 // `sf2loki.stream` keeps them apart, as the Loki sink's streams are.
 import type { Labels } from "../../model.ts";
+import { escapeLabelValue, renderLabels } from "../loki/labels.ts";
+import type { StreamQuery } from "../loki/lookup.ts";
 
 /** Stream labels that name the org, sent as resource attributes under OpenTelemetry's names. */
 export const RESOURCE_ATTRIBUTE_OF: Readonly<Record<string, string>> = {
@@ -89,4 +91,19 @@ export function lokiIndexLabels(labels: Labels, serviceName: string): Labels {
   return env === undefined
     ? { service_name: serviceName }
     : { deployment_environment: env, service_name: serviceName };
+}
+
+/**
+ * How a Loki that took an entry over OTLP finds its records again (the reconcile lookup, #27):
+ * Loki's default index labels in the selector, and the stream and org as label filters, which read
+ * an index label and structured metadata alike, so the query holds whether or not Loki was told to
+ * index sf2loki.stream.
+ */
+export function lokiQueryOf(labels: Labels, serviceName: string): StreamQuery {
+  const labelSet = lokiIndexLabels(labels, serviceName);
+  let selector = `${renderLabels(labelSet)} | ${STREAM_LABEL}="${escapeLabelValue(streamName(labels))}"`;
+  if (labels.sf_org_id !== undefined)
+    selector += ` | salesforce_org_id="${escapeLabelValue(labels.sf_org_id)}"`;
+  if (labels.org !== undefined) selector += ` | salesforce_org_name="${escapeLabelValue(labels.org)}"`;
+  return { selector, labelSet };
 }

@@ -14,4 +14,9 @@ export interface OtlpSinkSettings extends AuthSettings {
   batch: { max_line_bytes: number };
   /** The receiving Loki's limits_config, checked before sending; absent means Loki's defaults. */
   limits?: LokiLimits;
+  /**
+   * `sink.loki.reconcile`: look up what a Loki holds before re-sending. Used when the URL is Loki's
+   * `…/otlp/v1/logs` (its query API is beside it) or `query_url` names the query API.
+   */
+  reconcile?: { enabled: boolean; query_url?: string | null | undefined };
 }

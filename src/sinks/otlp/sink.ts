@@ -23,7 +23,7 @@ import { parseRefusals, type ParsedRefusals } from "../loki/refusals.ts";
 import { createLokiSinkMetrics, type LokiSinkMetrics } from "../loki/metrics.ts";
 import { authHeaders } from "../wire/auth.ts";
 import type { PushDrops } from "../wire/drops.ts";
-import { closePool, parsePushUrl } from "../wire/endpoint.ts";
+import { closePool, parsePushUrl, present } from "../wire/endpoint.ts";
 import { deliverIsolating } from "../wire/isolate.ts";
 import { deliverPerStream } from "../wire/per-stream.ts";
 import {
@@ -36,7 +36,8 @@ import {
   type PushDeadlines,
 } from "../wire/push-service.ts";
 import { readFailureMessage, readPartialSuccess } from "./answer.ts";
-import { STREAM_ATTRIBUTE, STREAM_LABEL, lokiIndexLabels } from "./mapping.ts";
+import { STREAM_ATTRIBUTE, STREAM_LABEL, lokiIndexLabels, lokiQueryOf } from "./mapping.ts";
+import { LokiLookup } from "../loki/lookup.ts";
 import { renderLabels } from "../loki/labels.ts";
 import { encodeOtlpRequest, type OtlpRequestSettings } from "./request.ts";
 import type { OtlpSinkSettings } from "./settings.ts";
@@ -126,6 +127,36 @@ function onlyStreamNamed(parsed: ParsedRefusals): Labels | undefined {
   return named.every((r) => r.rawLabels === first.rawLabels) ? first.labels : undefined;
 }
 
+/** Loki's OTLP path: its query API is what precedes it. */
+const LOKI_OTLP_PATH = "/otlp/v1/logs";
+
+/**
+ * The reconcile lookup when the receiver is a Loki whose query API is known: beside its OTLP path,
+ * or at `reconcile.query_url`. Another receiver (a Collector) has no read path: at least once.
+ */
+function lookupOf(
+  settings: OtlpSinkSettings,
+  url: URL,
+  headers: Readonly<Record<string, string>>,
+  deadlines: PushDeadlines,
+): LokiLookup | undefined {
+  const reconcile = settings.reconcile;
+  if (!reconcile?.enabled) return undefined;
+  const base =
+    present(reconcile.query_url) ??
+    (url.pathname.endsWith(LOKI_OTLP_PATH)
+      ? `${url.origin}${url.pathname.slice(0, -LOKI_OTLP_PATH.length)}`
+      : undefined);
+  if (base === undefined) return undefined;
+  return new LokiLookup({
+    base,
+    authHeaders: headers,
+    maxLineBytes: settings.batch.max_line_bytes,
+    deadlines,
+    queryOf: (labels) => lokiQueryOf(labels, settings.service_name),
+  });
+}
+
 interface DeliverContext {
   readonly single: boolean;
   readonly drops: PushDrops;
@@ -146,6 +177,8 @@ export class OtlpSink implements Sink {
   /** Loki's stream labels of each label set, memoised per labels object (a run shares one). */
   readonly #lokiLabels = new WeakMap<Labels, Labels>();
   #warnedSharedStream = false;
+  /** What a Loki behind the OTLP endpoint already holds (`sink.loki.reconcile`), or undefined. */
+  readonly lookup: LokiLookup | undefined;
 
   constructor(settings: OtlpSinkSettings, deps: OtlpSinkDeps = {}) {
     const key = deps.configKey ?? "sink.otlp";
@@ -158,6 +191,7 @@ export class OtlpSink implements Sink {
     this.#clock = deps.clock ?? systemClock;
     this.#metrics = createLokiSinkMetrics(deps.meter ?? metrics.getMeter("sf2loki"));
     this.#ownedPool = deps.dispatcher ? undefined : createPushPool(url.origin, deps.deadlines);
+    this.lookup = lookupOf(settings, url, headers, deps.deadlines ?? PUSH_DEADLINES);
     this.#service = new PushService({
       url,
       where: `${url.origin}${url.pathname}`,
@@ -296,6 +330,7 @@ export class OtlpSink implements Sink {
 
   /** Lets in-flight requests finish for up to 5 s, then tears the connections down. */
   async close(): Promise<void> {
+    await this.lookup?.close();
     await closePool(this.#ownedPool, this.#clock);
   }
 }
