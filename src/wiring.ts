@@ -193,7 +193,7 @@ function buildSink(type: Config["sink"]["type"], destination: LokiDestination, o
       url: otlp.url ?? "",
       batch: { max_line_bytes: loki.batch.max_line_bytes },
       limits: loki.limits,
-      ...(loki.reconcile ? { reconcile: loki.reconcile } : {}),
+      reconcile: loki.reconcile,
     },
     deps,
   );
