@@ -48,7 +48,14 @@ async function fakeLoki(
     );
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  t.after(() => new Promise<void>((resolve) => server.close(() => { resolve(); })));
+  t.after(
+    () =>
+      new Promise<void>((resolve) =>
+        server.close(() => {
+          resolve();
+        }),
+      ),
+  );
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, asked, tenants };
 }
 
