@@ -29,7 +29,16 @@ function tree(orgs: unknown[], otlp: Record<string, unknown> = {}): Record<strin
 test("sink.type otlp needs no sink.loki.url and builds an OTLP sink; loki stays the default", () => {
   const graph = buildGraph(validateConfig({ ...tree([]), orgs: undefined, salesforce: SF }));
   assert.ok(graph.destinations[0]!.sink instanceof OtlpSink);
-  assert.equal(graph.destinations[0]!.lookup, undefined, "no read path: reconcile does not run");
+  // A Loki's /otlp/v1/logs has its query API beside it: the destination reconciles through it.
+  assert.ok(graph.destinations[0]!.lookup, "Loki's read path: reconcile runs");
+  const collector = buildGraph(
+    validateConfig({
+      salesforce: SF,
+      sink: { type: "otlp", otlp: { url: "http://127.0.0.1:4318/v1/logs" } },
+      state: { file: { path: join(tempDir(), "state.json") } },
+    }),
+  );
+  assert.equal(collector.destinations[0]!.lookup, undefined, "a Collector: no read path, no reconcile");
   const loki = buildGraph(
     validateConfig({ salesforce: SF, sink: { loki: { url: "http://127.0.0.1:3100/loki/api/v1/push" } } }),
   );
