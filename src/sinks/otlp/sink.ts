@@ -38,6 +38,8 @@ import {
 import { readFailureMessage, readPartialSuccess } from "./answer.ts";
 import { STREAM_ATTRIBUTE, STREAM_LABEL, lokiIndexLabels, lokiQueryOf } from "./mapping.ts";
 import { LokiLookup } from "../loki/lookup.ts";
+import { LokiRateLimitedError, parseRateLimited } from "../loki/rate-limited.ts";
+import { TenantPacer } from "../loki/tenant-pacer.ts";
 import { renderLabels } from "../loki/labels.ts";
 import { encodeOtlpRequest, type OtlpRequestSettings } from "./request.ts";
 import type { OtlpSinkSettings } from "./settings.ts";
@@ -92,11 +94,20 @@ function keepBytes(status: number): number {
   return status === 400 ? REJECTION_BODY_MAX_BYTES : DETAIL_MAX_BYTES;
 }
 
-function refusal(answer: Answer): Error | undefined {
-  const { status } = answer;
-  return status === 400 || status === 413
-    ? new OtlpRejectedError(status, readFailureMessage(answer))
-    : undefined;
+/**
+ * What an answer says about the data: a 400/413 refuses records; a 429 from a Loki may name the
+ * tenant's ingestion limit (its OTLP endpoint limits as its push API does), and then the sink splits
+ * and paces instead of backing off blind (loki/tenant-pacer.ts).
+ */
+function otlpRefusal(where: string): (answer: Answer) => Error | undefined {
+  return (answer) => {
+    const { status } = answer;
+    if (status === 400 || status === 413) return new OtlpRejectedError(status, readFailureMessage(answer));
+    if (status !== 429) return undefined;
+    const words = readFailureMessage(answer);
+    const notice = parseRateLimited(words);
+    return notice ? new LokiRateLimitedError(where, notice, collapse(words)) : undefined;
+  };
 }
 
 function rejectionReason(err: OtlpRejectedError): string {
@@ -177,6 +188,8 @@ export class OtlpSink implements Sink {
   /** Loki's stream labels of each label set, memoised per labels object (a run shares one). */
   readonly #lokiLabels = new WeakMap<Labels, Labels>();
   #warnedSharedStream = false;
+  /** Splits and paces exports once a Loki names the tenant's ingestion limit in a 429. */
+  readonly #pacer: TenantPacer;
   /** What a Loki behind the OTLP endpoint already holds (`sink.loki.reconcile`), or undefined. */
   readonly lookup: LokiLookup | undefined;
 
@@ -191,6 +204,14 @@ export class OtlpSink implements Sink {
     this.#clock = deps.clock ?? systemClock;
     this.#metrics = createLokiSinkMetrics(deps.meter ?? metrics.getMeter("sf2loki"));
     this.#ownedPool = deps.dispatcher ? undefined : createPushPool(url.origin, deps.deadlines);
+    this.#pacer = new TenantPacer({
+      clock: this.#clock,
+      logger: this.#logger,
+      meter: deps.meter ?? metrics.getMeter("sf2loki"),
+      where: `${url.origin}${url.pathname}`,
+      configKey: key,
+      tenant: present(settings.tenant_id),
+    });
     this.lookup = lookupOf(settings, url, headers, deps.deadlines ?? PUSH_DEADLINES);
     this.#service = new PushService({
       url,
@@ -203,7 +224,7 @@ export class OtlpSink implements Sink {
       logger: this.#logger,
       bytesPushed: this.#metrics.bytesPushed,
       keepBytes,
-      refusal,
+      refusal: otlpRefusal(`${url.origin}${url.pathname}`),
       deadlines: deps.deadlines ?? PUSH_DEADLINES,
     });
   }
@@ -240,6 +261,16 @@ export class OtlpSink implements Sink {
 
   async #deliver(entries: readonly LogEntry[], ctx: DeliverContext): Promise<void> {
     await deliverIsolating(entries, ctx, {
+      split: (part) => this.#pacer.split(part),
+      pace: (part) => this.#pacer.pace(part, ctx.signal),
+      landed: (part) => {
+        this.#pacer.landed(part);
+      },
+      again: (err, part) => {
+        if (!(err instanceof LokiRateLimitedError)) return false;
+        this.#pacer.limited(err.notice, part);
+        return true;
+      },
       send: (part) => this.#send(part, ctx.signal),
       refusal: (err) => (err instanceof OtlpRejectedError ? err : undefined),
       settle: (part, err) => this.#settle(part, err, ctx),

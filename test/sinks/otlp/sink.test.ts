@@ -9,6 +9,7 @@ import { PermanentSinkError, RetryableSinkError, type DroppedEntries } from "../
 import { createOtlpSink, type OtlpSink } from "../../../src/sinks/otlp/sink.ts";
 import type { OtlpSinkSettings } from "../../../src/sinks/otlp/settings.ts";
 import { LOKI_DEFAULT_LIMITS } from "../../../src/sinks/loki/limits.ts";
+import { lokiBytesOf } from "../../../src/sinks/loki/tenant-pacer.ts";
 import { encodeExportResponse } from "../../support/otlp-proto.ts";
 import { startOtlpReceiver, statusBody, type OtlpReceiver } from "../../support/otlp-receiver.ts";
 
@@ -204,6 +205,34 @@ test("a one-record batch refused with 400 is Permanent", async (t) => {
     assert.match(err.message, /HTTP 400 \(malformed\)/);
     return true;
   });
+});
+
+test("a Loki's 429 naming the tenant's ingestion limit: split below what it refused and paced, every record once", async (t) => {
+  const { receiver, sink, clock } = await harness(t, { tenant_id: "slow" });
+  const batch = batchOf(100);
+  // Loki's /otlp/v1/logs counts the resource and its own fields too: three times our bytes here.
+  const counted = 3 * lokiBytesOf(batch);
+  receiver.script({
+    status: 429,
+    headers: { "content-type": "application/octet-stream" },
+    body: statusBody(
+      `Ingestion rate limit exceeded for user slow (limit: ${counted} bytes/sec) while attempting to ` +
+        `ingest '100' lines totaling '${counted}' bytes, reduce log volume or contact your Loki administrator`,
+      8,
+    ),
+  });
+  await sink.push(batch);
+  assert.deepEqual(bodiesOf(receiver.stored), linesOf(batch), "every record once");
+  const after = receiver.exports.slice(1).map((e) => e.records.length);
+  assert.ok(
+    after.length >= 2 && after.every((n) => n <= 50),
+    `split below the refused size: ${after.join(",")}`,
+  );
+  assert.ok(clock.sleeps.length > 0, "paced, not sent at once");
+  assert.ok(
+    clock.sleeps.every((ms) => ms < 2000),
+    `paced to the named rate: ${clock.sleeps.join(",")}`,
+  );
 });
 
 for (const status of [429, 502, 503, 504]) {
