@@ -17,6 +17,7 @@ import {
   type RealLokiTarget,
 } from "../chaos/ha-support.ts";
 import { ShardRig, shardingProof } from "../chaos/sharding-support.ts";
+import { INDEX_STREAM } from "./support/otlp-sink.ts";
 import { nowNs, realLokiForFile } from "./support/real-loki.ts";
 
 const shared = realLokiForFile();
@@ -122,15 +123,7 @@ test(
   async (t) => {
     const realLoki: RealLokiTarget = { url: shared.loki.url, tenant: "ha-otlp" };
     // docs/otlp.md "Streams": the tenant indexes sf2loki.stream, one Loki stream a topic.
-    await shared.loki.setLimits({
-      [realLoki.tenant]: {
-        otlp_config: {
-          resource_attributes: {
-            attributes_config: [{ action: "index_label", attributes: ["sf2loki.stream"] }],
-          },
-        },
-      },
-    });
+    await shared.loki.setLimits({ [realLoki.tenant]: INDEX_STREAM });
     const rig = await HaRig.start(
       t,
       "s3_lease + s3",

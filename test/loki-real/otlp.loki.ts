@@ -10,46 +10,16 @@ import { createLogger } from "../../src/obs/logger.ts";
 import { DEMO_POLLING } from "../../src/sim/demo-polling.ts";
 import { startDemoWorld } from "../../src/sim/demo-world.ts";
 import { LOKI_DEFAULT_LIMITS } from "../../src/sinks/loki/limits.ts";
-import { createOtlpSink, type OtlpSinkDeps } from "../../src/sinks/otlp/sink.ts";
-import type { OtlpSinkSettings } from "../../src/sinks/otlp/settings.ts";
 import { runDaemon } from "../support/two-orgs.ts";
 import { tempDir } from "../support/tmp.ts";
 import { nowNs, realLokiForFile } from "./support/real-loki.ts";
 import { emittedBySource, storedBySource } from "./support/sim-counts.ts";
+import { INDEX_STREAM, otlpSinkTo } from "./support/otlp-sink.ts";
 
 const shared = realLokiForFile();
 const missing = shared.missing;
 const EVENTS = 1_000;
 const ORG_ID = "00D0000000000OTL";
-
-/** The OTLP sink straight to the shared Loki as `tenant`, gzip, defaults otherwise. */
-function otlpSinkTo(
-  tenant: string,
-  over: Partial<OtlpSinkSettings> = {},
-  deps: OtlpSinkDeps = {},
-): ReturnType<typeof createOtlpSink> {
-  return createOtlpSink(
-    {
-      url: `${shared.loki.url}/otlp/v1/logs`,
-      tenant_id: tenant,
-      headers: {},
-      compression: "gzip",
-      service_name: "sf2loki",
-      batch: { max_line_bytes: 262_144 },
-      ...over,
-    },
-    deps,
-  );
-}
-
-/** The per-tenant otlp_config docs/otlp.md ("Streams") tells an operator to set. */
-const INDEX_STREAM = {
-  otlp_config: {
-    resource_attributes: {
-      attributes_config: [{ action: "index_label", attributes: ["sf2loki.stream"] }],
-    },
-  },
-};
 
 test(
   "every sim source lands once over OTLP, under service_name and the documented labels and metadata",
@@ -126,7 +96,7 @@ test(
     const tenant = "otlp-shared";
     const lines: string[] = [];
     const logger = createLogger({ level: "warn", destination: { write: (l: string) => lines.push(l) } });
-    const sink = otlpSinkTo(tenant, {}, { logger });
+    const sink = otlpSinkTo(shared.loki.url, tenant, {}, { logger });
     t.after(() => sink.close());
     const now = nowNs();
     const base = { job: "sf2loki", service_name: "sf2loki", environment: "production", sf_org_id: ORG_ID };
@@ -170,7 +140,7 @@ test(
   async (t) => {
     const tenant = "otlp-partial";
     // Local checks off, so Loki itself refuses the record and its answer is what is judged.
-    const sink = otlpSinkTo(tenant, { limits: { ...LOKI_DEFAULT_LIMITS, enabled: false } });
+    const sink = otlpSinkTo(shared.loki.url, tenant, { limits: { ...LOKI_DEFAULT_LIMITS, enabled: false } });
     t.after(() => sink.close());
     const now = nowNs();
     const labels = {

@@ -10,10 +10,10 @@ import { Pipeline } from "../../src/pipeline/pipeline.ts";
 import { DEFAULT_BATCH_SETTINGS } from "../../src/pipeline/settings.ts";
 import type { Logger } from "../../src/obs/logger.ts";
 import { createLokiSink } from "../../src/sinks/loki/sink.ts";
-import { createOtlpSink } from "../../src/sinks/otlp/sink.ts";
 import type { Sink } from "../../src/sinks/sink.ts";
 import { lokiBytesOf } from "../../src/sinks/loki/tenant-pacer.ts";
 import { MemoryStore, ScriptedSource } from "../support/fakes.ts";
+import { otlpSinkTo } from "./support/otlp-sink.ts";
 import { nowNs, realLokiForFile } from "./support/real-loki.ts";
 
 const shared = realLokiForFile();
@@ -39,17 +39,7 @@ function sinkOf(wire: Wire, tenant: string, logger: Logger): Sink & { close(): P
       { logger },
     );
   }
-  return createOtlpSink(
-    {
-      url: `${shared.loki.url}/otlp/v1/logs`,
-      tenant_id: tenant,
-      headers: {},
-      compression: "gzip",
-      service_name: "sf2loki",
-      batch: { max_line_bytes: 262_144 },
-    },
-    { logger },
-  );
+  return otlpSinkTo(shared.loki.url, tenant, {}, { logger });
 }
 
 for (const wire of ["loki", "otlp"] as const) {

@@ -32,8 +32,7 @@ import {
   type LokiDeadlines,
 } from "./service.ts";
 import { LokiLookup, queryBaseOf } from "./lookup.ts";
-import { LokiRateLimitedError } from "./rate-limited.ts";
-import { TenantPacer } from "./tenant-pacer.ts";
+import { tenantPacerFor, type TenantPacer } from "./tenant-pacer.ts";
 import { wireFormatOf, type LokiSinkSettings, type WireFormat } from "./settings.ts";
 
 export interface LokiSinkDeps {
@@ -113,13 +112,10 @@ export class LokiSink implements Sink {
       bytesPushed: this.#metrics.bytesPushed,
       ...(deps.deadlines ? { deadlines: deps.deadlines } : {}),
     });
-    this.#pacer = new TenantPacer({
+    this.#pacer = tenantPacerFor(url, key, present(settings.tenant_id), {
       clock: this.#clock,
       logger: this.#logger,
       meter: deps.meter ?? metrics.getMeter("sf2loki"),
-      where: `${url.origin}${url.pathname}`,
-      configKey: key,
-      tenant: present(settings.tenant_id),
     });
     const reconcile = settings.reconcile;
     this.lookup = reconcile?.enabled
@@ -162,17 +158,8 @@ export class LokiSink implements Sink {
    */
   async #deliver(entries: readonly LogEntry[], ctx: DeliverContext): Promise<void> {
     await deliverIsolating(entries, ctx, {
-      split: (part) => this.#pacer.split(part),
-      pace: (part) => this.#pacer.pace(part, ctx.signal),
+      ...this.#pacer.hooks(ctx.signal),
       send: async (part) => this.#service.send(await encodeRequest(part, this.#format), ctx.signal),
-      landed: (part) => {
-        this.#pacer.landed(part);
-      },
-      again: (err, part) => {
-        if (!(err instanceof LokiRateLimitedError)) return false;
-        this.#pacer.limited(err.notice, part);
-        return true;
-      },
       refusal: (err) => (err instanceof LokiRejectedError ? err : undefined),
       settle: (part, err) => this.#settle(part, err, ctx),
       isolated: (entry, err) => {

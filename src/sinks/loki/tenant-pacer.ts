@@ -11,7 +11,8 @@ import type { LogEntry } from "../../model.ts";
 import type { Logger } from "../../obs/logger.ts";
 import type { Clock } from "../../util/clock.ts";
 import { RateGate, laneOfBatch } from "../../egress/rate-gate.ts";
-import type { RateLimitNotice } from "./rate-limited.ts";
+import type { DataRefusal, IsolationHooks } from "../wire/isolate.ts";
+import { LokiRateLimitedError, type RateLimitNotice } from "./rate-limited.ts";
 
 /** The share of Loki's named rate this sink paces to: under it, so the tenant's bucket refills. */
 export const PACE_SHARE = 0.97;
@@ -26,6 +27,9 @@ export function lokiBytesOf(entries: readonly LogEntry[]): number {
   for (const e of entries) n += e.lineBytes + e.metadataChars;
   return n;
 }
+
+/** The delivery loop's hooks a pacer fills: which pieces to send, when, and what a 429 taught. */
+export type PacingHooks = Pick<IsolationHooks<DataRefusal>, "split" | "pace" | "landed" | "again">;
 
 export interface TenantPacerDeps {
   clock: Clock;
@@ -124,6 +128,22 @@ export class TenantPacer {
     return chunks;
   }
 
+  /** Its hooks for the delivery loop (wire/isolate.ts): a 429 naming the limit sends the part again. */
+  hooks(signal: AbortSignal | undefined): PacingHooks {
+    return {
+      split: (part) => this.split(part),
+      pace: (part) => this.pace(part, signal),
+      landed: (part) => {
+        this.landed(part);
+      },
+      again: (err, part) => {
+        if (!(err instanceof LokiRateLimitedError)) return false;
+        this.limited(err.notice, part);
+        return true;
+      },
+    };
+  }
+
   /** Waits until `part` may go at the paced rate; rejects with the signal's reason when it aborts. */
   async pace(part: readonly LogEntry[], signal: AbortSignal | undefined): Promise<void> {
     this.#relaxIfQuiet();
@@ -214,4 +234,14 @@ export class TenantPacer {
         "pushing unpaced again, with larger requests",
     );
   }
+}
+
+/** The pacer of a sink pushing to `url` with the settings at `configKey`, its series under the tenant. */
+export function tenantPacerFor(
+  url: URL,
+  configKey: string,
+  tenant: string | undefined,
+  deps: Pick<TenantPacerDeps, "clock" | "logger" | "meter">,
+): TenantPacer {
+  return new TenantPacer({ ...deps, where: `${url.origin}${url.pathname}`, configKey, tenant });
 }

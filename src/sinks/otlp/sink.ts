@@ -39,7 +39,7 @@ import { readFailureMessage, readPartialSuccess } from "./answer.ts";
 import { STREAM_ATTRIBUTE, STREAM_LABEL, lokiIndexLabels, lokiQueryOf } from "./mapping.ts";
 import { LokiLookup } from "../loki/lookup.ts";
 import { LokiRateLimitedError, parseRateLimited } from "../loki/rate-limited.ts";
-import { TenantPacer } from "../loki/tenant-pacer.ts";
+import { tenantPacerFor, type TenantPacer } from "../loki/tenant-pacer.ts";
 import { renderLabels } from "../loki/labels.ts";
 import { encodeOtlpRequest, type OtlpRequestSettings } from "./request.ts";
 import type { OtlpSinkSettings } from "./settings.ts";
@@ -204,13 +204,10 @@ export class OtlpSink implements Sink {
     this.#clock = deps.clock ?? systemClock;
     this.#metrics = createLokiSinkMetrics(deps.meter ?? metrics.getMeter("sf2loki"));
     this.#ownedPool = deps.dispatcher ? undefined : createPushPool(url.origin, deps.deadlines);
-    this.#pacer = new TenantPacer({
+    this.#pacer = tenantPacerFor(url, key, present(settings.tenant_id), {
       clock: this.#clock,
       logger: this.#logger,
       meter: deps.meter ?? metrics.getMeter("sf2loki"),
-      where: `${url.origin}${url.pathname}`,
-      configKey: key,
-      tenant: present(settings.tenant_id),
     });
     this.lookup = lookupOf(settings, url, headers, deps.deadlines ?? PUSH_DEADLINES);
     this.#service = new PushService({
@@ -261,16 +258,7 @@ export class OtlpSink implements Sink {
 
   async #deliver(entries: readonly LogEntry[], ctx: DeliverContext): Promise<void> {
     await deliverIsolating(entries, ctx, {
-      split: (part) => this.#pacer.split(part),
-      pace: (part) => this.#pacer.pace(part, ctx.signal),
-      landed: (part) => {
-        this.#pacer.landed(part);
-      },
-      again: (err, part) => {
-        if (!(err instanceof LokiRateLimitedError)) return false;
-        this.#pacer.limited(err.notice, part);
-        return true;
-      },
+      ...this.#pacer.hooks(ctx.signal),
       send: (part) => this.#send(part, ctx.signal),
       refusal: (err) => (err instanceof OtlpRejectedError ? err : undefined),
       settle: (part, err) => this.#settle(part, err, ctx),
