@@ -14,6 +14,7 @@ import {
   type SourcesConfig,
 } from "./schema.ts";
 import { resolveSecret } from "./secrets.ts";
+import { readProxyEnv } from "../util/proxy-env.ts";
 
 interface AzureSecret {
   credential: string;
@@ -32,6 +33,9 @@ export async function loadConfig(
   const interpolated = interpolate(fileTree, env);
   const rootKeys = new Set(Object.keys(configSchema.shape));
   const merged = deepMerge(interpolated, envOverrides(env, rootKeys));
+  // The proxy variables are settings of this process too: a malformed one fails every command that
+  // loads a config (and `--check`) with exit 2, before any client is built.
+  readProxyEnv(env);
   return validateConfig(merged);
 }
 
