@@ -13,6 +13,7 @@ import { reconcileSettingsOf } from "./pipeline/reconcile.ts";
 import { batchSettingsOf } from "./pipeline/settings.ts";
 import { TokenProvider } from "./salesforce/auth.ts";
 import { LimitsPoller } from "./salesforce/limits.ts";
+import { salesforceDispatcher } from "./salesforce/connections.ts";
 import { RestClient } from "./salesforce/rest.ts";
 import type { Sink, StoredLookup } from "./sinks/sink.ts";
 import { createLokiSink } from "./sinks/loki/sink.ts";
@@ -34,6 +35,7 @@ import { buildDeadLetterStore } from "./deadletter/build.ts";
 import { DeadLetterKeeper } from "./deadletter/keeper.ts";
 import { TrackedStore } from "./state/tracked-store.ts";
 import { systemClock, type Clock } from "./util/clock.ts";
+import { readTlsFiles } from "./util/tls-files.ts";
 
 export interface WiringDeps {
   clock?: Clock;
@@ -240,12 +242,19 @@ function wireOrg(config: Config, org: ResolvedOrg, common: Common, pollOnce: boo
   const orgLogger = org.name ? common.logger.child({ org: org.name }) : common.logger;
   // Under multi-org every per-org metric carries `org` (Python's Metrics.for_org).
   const own: Common = org.name ? { ...common, meter: orgMeter(common.meter, org.name) } : common;
-  const auth = new TokenProvider({ settings: org.salesforce, orgName: org.name, ...own });
+  // The org's connections, shared by its token provider, REST client and topic discovery; closed with
+  // the REST client. A bad `salesforce.tls` file fails here, so `--check` names it too.
+  const http = salesforceDispatcher(
+    readTlsFiles(org.salesforce.tls, org.name ? `orgs[${org.name}].salesforce.tls` : "salesforce.tls"),
+  );
+  const auth = new TokenProvider({ settings: org.salesforce, orgName: org.name, ...own, dispatcher: http });
   const rest = new RestClient({
     tokens: auth,
     apiVersion: org.salesforce.api_version,
     ...own,
     logger: orgLogger,
+    dispatcher: http,
+    closesDispatcher: true,
   });
   const identity = {
     name: org.name,
@@ -266,6 +275,7 @@ function wireOrg(config: Config, org: ResolvedOrg, common: Common, pollOnce: boo
         auth,
         org: identity,
         apiVersion: org.salesforce.api_version,
+        http,
         ownedCategories: ownedCategories(sources, "pubsub"),
         structuredMetadataFields: fields,
         ...(rules.empty ? {} : { transform: (payload) => rules.apply(payload) }),

@@ -3,6 +3,7 @@
 // its own, so its streams (`sf_org_id`) never mix with an earlier run's in the same Loki.
 import { randomBytes } from "node:crypto";
 import { Sf2LokiError, describeError } from "../errors.ts";
+import { originDispatcher } from "../util/routed-dispatchers.ts";
 
 const PUSH_PATH = "/loki/api/v1/push";
 /** Loki's default `max_entries_limit_per_query`. */
@@ -60,10 +61,21 @@ export function lokiReadBack(opts: {
   const selector = `{sf_org_id="${opts.orgId}", source="pubsub"}`;
   const headers: Record<string, string> = opts.tenantId ? { "X-Scope-OrgID": opts.tenantId } : {};
   const get = async (path: string, params: Record<string, string>): Promise<unknown> => {
-    const url = `${base}${path}?${new URLSearchParams(params).toString()}`;
-    let res: Response;
+    const url = new URL(`${base}${path}?${new URLSearchParams(params).toString()}`);
+    // Direct or through the environment's proxy, as the demo's pushes go.
+    const http = originDispatcher(url.origin, { connectMs: 10_000, responseMs: 30_000 });
+    let status: number;
+    let text: string;
     try {
-      res = await fetch(url, { headers, signal: AbortSignal.timeout(30_000) });
+      const res = await http.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: "GET",
+        headers,
+        signal: AbortSignal.timeout(30_000),
+      });
+      status = res.statusCode;
+      text = await res.body.text();
     } catch (err) {
       throw new Sf2LokiError(
         "SF2LOKI_DEMO_READBACK",
@@ -71,13 +83,14 @@ export function lokiReadBack(opts: {
           `(${describeError(err)}); check --loki-url`,
         { cause: err },
       );
+    } finally {
+      await http.destroy();
     }
-    const text = await res.text();
-    if (!res.ok) {
+    if (status < 200 || status >= 300) {
       throw new Sf2LokiError(
         "SF2LOKI_DEMO_READBACK",
         `could not count the demo's events in Loki: its query API at ${base} answered HTTP ` +
-          `${res.status} (${text.replace(/\s+/g, " ").trim().slice(0, 200)}); check --loki-url and --tenant-id`,
+          `${status} (${text.replace(/\s+/g, " ").trim().slice(0, 200)}); check --loki-url and --tenant-id`,
       );
     }
     return (JSON.parse(text) as { data: unknown }).data;

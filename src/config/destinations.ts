@@ -77,9 +77,14 @@ function overridden<T extends Endpoint>(top: T, o: EndpointOverride, forget: (to
   };
 }
 
+/** An own url keeps trusting the top-level CA bundle, but presents no client certificate meant for another. */
+function ownTls(tls: LokiConfig["tls"]): LokiConfig["tls"] {
+  return { ...tls, cert_file: null, key_file: null };
+}
+
 /** One org's `sink.otlp`: an own url inherits no headers either (they may carry credentials). */
 function orgOtlp(top: OtlpConfig, o: Config["orgs"][number]["sink"]["otlp"]): OtlpConfig {
-  return overridden(top, o, () => ({ headers: {} }));
+  return overridden(top, o, (t) => ({ headers: {}, tls: ownTls(t.tls) }));
 }
 
 /** One org's `sink.loki`, its egress overrides applied over the top-level ones. */
@@ -91,7 +96,10 @@ function orgLoki(top: LokiConfig, o: Config["orgs"][number]["sink"]["loki"]): Lo
     budget_action: o.egress.budget_action ?? top.egress.budget_action,
   };
   // Nor the query URL: lookups go to the Loki the org pushes to (derived from its own url).
-  const loki = overridden(top, o, (t) => ({ reconcile: { ...t.reconcile, query_url: null } }));
+  const loki = overridden(top, o, (t) => ({
+    reconcile: { ...t.reconcile, query_url: null },
+    tls: ownTls(t.tls),
+  }));
   return { ...loki, egress };
 }
 

@@ -50,7 +50,8 @@ function secretFileStub(key: string): string {
 
 function exampleValue(n: FieldNode): unknown {
   if (n.meta.examples && n.meta.examples.length > 0) return n.meta.examples[0];
-  if (n.key.endsWith("_file") && n.path.match(/(secret|key|token|salt)_file$/)) return secretFileStub(n.key);
+  // private_key_file, client_secret_file, *token_file, transform_salt_file; not tls.key_file.
+  if (n.key.endsWith("_file") && n.path.match(/(secret|_key|token|salt)_file$/)) return secretFileStub(n.key);
   if (n.hasDefault) return n.defaultValue ?? null;
   return n.type.startsWith("list") ? [] : "";
 }

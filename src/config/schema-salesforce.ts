@@ -1,6 +1,7 @@
 // `salesforce:` — one org's identity and credentials (spec A §1, §15; spec C §4.7).
 import { z } from "zod";
 import { bool, duration, meta, oneOf, optStr, secret, secretFile, section, str } from "./fields.ts";
+import { tlsSection } from "./schema-tls.ts";
 
 export const GENERIC_LOGIN_HOSTS = ["https://login.salesforce.com", "https://test.salesforce.com"];
 
@@ -52,6 +53,7 @@ export const salesforceSchema = z
       "Assumed access-token lifetime (Salesforce does not report it); must exceed the 60s refresh skew by at least a minute.",
     ),
     limits,
+    tls: tlsSection("Salesforce", "the login host and the instance: OAuth, REST, EventLogFile downloads"),
   })
   .superRefine((sf, ctx) => {
     if (sf.auth_mode === "jwt_bearer" && sf.username === "") {

@@ -18,6 +18,7 @@ import {
   strList,
   strMap,
 } from "./fields.ts";
+import { tlsSection } from "./schema-tls.ts";
 
 const batch = section(
   z
@@ -171,6 +172,7 @@ const loki = section(
     egress,
     limits,
     reconcile,
+    tls: tlsSection("Loki", "pushes and reconcile queries"),
   }),
   "Grafana Loki. With sink.type otlp, its labels, structured_metadata_fields, batch, egress and limits still apply (they shape the pipeline, whatever the wire): docs/otlp.md.",
 );
@@ -198,6 +200,7 @@ const otlp = section(
       "sf2loki",
       "The service.name resource attribute (Loki indexes it as the service_name label).",
     ),
+    tls: tlsSection("the OTLP receiver", "exports"),
   }),
   "OTLP/HTTP logs (protobuf), to Loki's /otlp/v1/logs or any OpenTelemetry logs receiver; used when sink.type is otlp (docs/otlp.md).",
 );

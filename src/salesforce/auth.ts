@@ -3,6 +3,7 @@
 import { createPrivateKey, type KeyObject } from "node:crypto";
 import { metrics, type Counter, type Meter } from "@opentelemetry/api";
 import type { Clock } from "../util/clock.ts";
+import type { Dispatcher } from "../util/http-dispatchers.ts";
 import { systemClock } from "../util/clock.ts";
 import { Mutex } from "../util/mutex.ts";
 import { fullJitter, retry, type RetryPolicy } from "../util/retry.ts";
@@ -64,6 +65,8 @@ export interface TokenProviderOptions {
   meter?: Meter;
   /** Deadline of each token and userinfo request (tests shorten it); default SALESFORCE_HTTP_TIMEOUT_MS. */
   httpTimeoutMs?: number;
+  /** The org's connections (connections.ts), shared with its REST client; default: one shared set. */
+  dispatcher?: Dispatcher;
 }
 
 export class TokenProvider implements TokenSource {
@@ -78,6 +81,7 @@ export class TokenProvider implements TokenSource {
   readonly #loginUrl: string;
   readonly #skewMs: number;
   readonly #httpTimeoutMs: number | undefined;
+  readonly #dispatcher: Dispatcher | undefined;
   #cached: CachedToken | undefined;
   #key: KeyObject | undefined;
   #orgId: string | undefined;
@@ -87,6 +91,7 @@ export class TokenProvider implements TokenSource {
     this.#settings = opts.settings;
     this.#orgName = opts.orgName ?? "";
     this.#httpTimeoutMs = opts.httpTimeoutMs;
+    this.#dispatcher = opts.dispatcher;
     this.#clock = opts.clock ?? systemClock;
     this.#log = (opts.logger ?? silentLogger).child({
       component: "auth",
@@ -181,7 +186,8 @@ export class TokenProvider implements TokenSource {
     try {
       const res = await retry(
         async ({ signal: s }) => {
-          const result = await postForm(this.#tokenUrl, await this.#grantForm(), s, this.#httpTimeoutMs);
+          const form = await this.#grantForm();
+          const result = await postForm(this.#tokenUrl, form, s, this.#httpTimeoutMs, this.#dispatcher);
           if (result.status < 200 || result.status >= 300)
             throw new HttpStatusError(result.status, result.body);
           return result.body;
@@ -336,7 +342,7 @@ export class TokenProvider implements TokenSource {
   }
 
   async #userinfo(url: string, token: string, signal?: AbortSignal): Promise<string> {
-    const res = await getWithBearer(url, token, signal, this.#httpTimeoutMs);
+    const res = await getWithBearer(url, token, signal, this.#httpTimeoutMs, this.#dispatcher);
     if (res.status < 200 || res.status >= 300) throw new HttpStatusError(res.status, res.body);
     let id: unknown;
     try {

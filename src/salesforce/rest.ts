@@ -2,7 +2,8 @@
 // describe) and streamed blob downloads. One token re-mint on 401, bounded retries on transport
 // errors, 429 and 5xx, typed errors for everything else (rest-errors.ts).
 import { metrics, type Counter, type Meter } from "@opentelemetry/api";
-import { Agent, type Dispatcher } from "../util/http-dispatchers.ts";
+import type { Dispatcher } from "../util/http-dispatchers.ts";
+import { salesforceDispatcher, type RestDeadlines } from "./connections.ts";
 import { silentLogger, type Logger } from "../obs/logger.ts";
 import { systemClock, type Clock } from "../util/clock.ts";
 import { fullJitter, retry, type RetryPolicy } from "../util/retry.ts";
@@ -19,8 +20,10 @@ export interface RestClientOptions {
   clock?: Clock;
   logger?: Logger;
   meter?: Meter;
-  /** Shared connection pool; by default the client owns one with `deadlines`. */
+  /** Shared connections (the org's, with its TokenProvider); by default the client owns its own. */
   dispatcher?: Dispatcher;
+  /** true: close() closes an injected `dispatcher` too (the org's, closed with its REST client). */
+  closesDispatcher?: boolean;
   /** Deadlines of the owned pool (tests shorten them); default SALESFORCE_REST_DEADLINES. */
   deadlines?: RestDeadlines;
   /** Attempts for transport errors, 429 and 5xx: 3, about 0.5 s then 1.5 s (spec §8, fix #93). */
@@ -46,17 +49,7 @@ export interface QueryOptions extends CallOptions {
 
 export type SObjectRecord = Record<string, unknown>;
 
-/**
- * Every REST call ends: a connection opens within `connectMs`, headers arrive within `responseMs`,
- * and a body never goes `responseMs` without a byte. undici drops a timed-out socket, so the retry
- * of a transport error (SF2LOKI_SF_TRANSPORT, transient) opens a fresh connection.
- */
-export interface RestDeadlines {
-  connectMs: number;
-  responseMs: number;
-}
-
-export const SALESFORCE_REST_DEADLINES: Readonly<RestDeadlines> = { connectMs: 10_000, responseMs: 30_000 };
+export { SALESFORCE_REST_DEADLINES, type RestDeadlines } from "./connections.ts";
 
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 3, backoffMs: fullJitter(500, 3_000) };
 const ERROR_BODY_MAX = 64 * 1024;
@@ -79,15 +72,8 @@ export class RestClient {
     this.#tokens = opts.tokens;
     this.#clock = opts.clock ?? systemClock;
     this.#log = (opts.logger ?? silentLogger).child({ component: "salesforce-rest" });
-    this.#ownsDispatcher = opts.dispatcher === undefined;
-    const d = opts.deadlines ?? SALESFORCE_REST_DEADLINES;
-    this.#dispatcher =
-      opts.dispatcher ??
-      new Agent({
-        connect: { timeout: d.connectMs },
-        headersTimeout: d.responseMs,
-        bodyTimeout: d.responseMs,
-      });
+    this.#ownsDispatcher = opts.dispatcher === undefined || opts.closesDispatcher === true;
+    this.#dispatcher = opts.dispatcher ?? salesforceDispatcher(undefined, opts.deadlines);
     this.#policy = opts.retryPolicy ?? DEFAULT_RETRY;
     this.#throttled = (opts.meter ?? metrics.getMeter("sf2loki")).createCounter(
       "sf2loki_salesforce_api_throttled",

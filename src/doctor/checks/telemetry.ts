@@ -1,6 +1,7 @@
 // `telemetry`: an empty OTLP export (a valid no-op) POSTed with the exporter's own headers, so wrong
 // credentials show up now rather than as a silent gap in the dashboards.
-import { request } from "undici";
+import type { Dispatcher } from "../../util/http-dispatchers.ts";
+import { originDispatcher } from "../../util/routed-dispatchers.ts";
 import { telemetryHeaders } from "../../app.ts";
 import type { Config } from "../../config/schema.ts";
 import { describeError } from "../../errors.ts";
@@ -15,14 +16,18 @@ export async function checkTelemetry(config: Config, signal: AbortSignal): Promi
       "service.telemetry.enabled but endpoint is empty; set service.telemetry.endpoint",
     );
   let status: number;
+  // Direct or through the environment's proxy, as the metric exporter itself goes (obs/lazy-otlp.ts).
+  let http: Dispatcher | undefined;
   try {
-    const res = await request(t.endpoint, {
+    const url = new URL(t.endpoint);
+    http = originDispatcher(url.origin, { connectMs: 10_000, responseMs: 10_000 });
+    const res = await http.request({
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
       method: "POST",
       headers: { "content-type": "application/x-protobuf", ...telemetryHeaders(config) },
       body: new Uint8Array(),
       signal,
-      headersTimeout: 10_000,
-      bodyTimeout: 10_000,
     });
     status = res.statusCode;
     await res.body.dump();
@@ -31,6 +36,8 @@ export async function checkTelemetry(config: Config, signal: AbortSignal): Promi
       "telemetry",
       `POST to ${t.endpoint} failed: ${describeError(err)}; check service.telemetry.endpoint`,
     );
+  } finally {
+    await http?.destroy();
   }
   if (status === 401 || status === 403) {
     return fail(

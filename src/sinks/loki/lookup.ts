@@ -4,7 +4,9 @@
 // exact stream selector and the entries' time range, with the push's tenant and credentials; a match
 // is the same timestamp and the same line as pushed (after the line cap), which is also what Loki's
 // log queries collapse copies on.
-import { Pool, type Dispatcher } from "../../util/http-dispatchers.ts";
+import { isClosed, type Dispatcher } from "../../util/http-dispatchers.ts";
+import { originDispatcher } from "../../util/routed-dispatchers.ts";
+import type { TlsOptions } from "../../util/tls-files.ts";
 import { describeError } from "../../errors.ts";
 import type { Labels, LogEntry } from "../../model.ts";
 import { StoredLookupError, type StoredAnswer, type StoredLookup } from "../sink.ts";
@@ -40,7 +42,9 @@ export interface LokiLookupOptions {
   /** `batch.max_line_bytes`: a line is stored as the push capped it. */
   maxLineBytes: number;
   deadlines: LokiDeadlines;
-  /** Injected (tests, or a proxy-aware dispatcher); otherwise the lookup owns a Pool opened on first use. */
+  /** The push's CA bundle and client certificate (`sink.loki.tls`): the query API is the same Loki. */
+  tls?: TlsOptions | undefined;
+  /** Injected (tests); otherwise the lookup owns connections opened on first use (direct or via the proxy). */
   dispatcher?: Dispatcher;
   /**
    * The query finding a stream's entries, and the labels Loki names that stream by. Default: the
@@ -65,7 +69,7 @@ interface QueryData {
 export class LokiLookup implements StoredLookup {
   readonly #opts: LokiLookupOptions;
   readonly #base: URL;
-  #pool: Pool | undefined;
+  #pool: Dispatcher | undefined;
 
   constructor(opts: LokiLookupOptions) {
     this.#opts = opts;
@@ -89,7 +93,7 @@ export class LokiLookup implements StoredLookup {
   async close(): Promise<void> {
     const pool = this.#pool;
     this.#pool = undefined;
-    if (pool && !pool.closed) await pool.destroy();
+    if (pool && !isClosed(pool)) await pool.destroy();
   }
 
   /** Adds the entries of one stream that Loki holds to `stored`. */
@@ -194,9 +198,10 @@ export class LokiLookup implements StoredLookup {
 
   #dispatcher(): Dispatcher {
     if (this.#opts.dispatcher) return this.#opts.dispatcher;
-    this.#pool ??= new Pool(this.#base.origin, {
-      connect: { timeout: this.#opts.deadlines.connectMs },
-      keepAliveTimeout: 30_000,
+    this.#pool ??= originDispatcher(this.#base.origin, {
+      connectMs: this.#opts.deadlines.connectMs,
+      keepAliveMs: 30_000,
+      tls: this.#opts.tls,
     });
     return this.#pool;
   }

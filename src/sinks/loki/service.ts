@@ -4,7 +4,8 @@ import type { Counter } from "@opentelemetry/api";
 import { Sf2LokiError } from "../../errors.ts";
 import type { Logger } from "../../obs/logger.ts";
 import type { Clock } from "../../util/clock.ts";
-import type { Dispatcher, Pool } from "../../util/http-dispatchers.ts";
+import type { Dispatcher } from "../../util/http-dispatchers.ts";
+import type { TlsOptions } from "../../util/tls-files.ts";
 import {
   DETAIL_MAX_BYTES,
   PUSH_DEADLINES,
@@ -42,9 +43,13 @@ export class LokiRejectedError extends Sf2LokiError {
   }
 }
 
-/** A Pool with keep-alive for the push URL's origin and the spec's timeouts. */
-export function createLokiPool(origin: string, deadlines: LokiDeadlines = LOKI_DEADLINES): Pool {
-  return createPushPool(origin, deadlines);
+/** The push URL origin's keep-alive connections (direct, or through the environment's proxy). */
+export function createLokiPool(
+  origin: string,
+  deadlines: LokiDeadlines = LOKI_DEADLINES,
+  tls?: TlsOptions,
+): Dispatcher {
+  return createPushPool(origin, deadlines, tls);
 }
 
 /** What an answer's body is read for: a 400 names the refused entries, other failures say why. */

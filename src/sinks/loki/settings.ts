@@ -1,5 +1,6 @@
 // The sink's slice of the YAML config (`sink.loki.*`), snake_case exactly as operators write it.
 // The zod schema owns defaults and coercion; this file owns what the sink itself must reject.
+import type { TlsFiles } from "../../util/tls-files.ts";
 import type { LokiLimits } from "./limits.ts";
 
 export interface LokiSinkSettings {
@@ -20,6 +21,8 @@ export interface LokiSinkSettings {
   limits?: LokiLimits;
   /** `sink.loki.reconcile`: whether (and where) the sink answers lookups of what Loki holds. */
   reconcile?: { enabled: boolean; query_url?: string | null | undefined };
+  /** `sink.loki.tls`: a CA bundle and client certificate for the push and the query API. */
+  tls?: TlsFiles;
 }
 
 /** The wire format actually used, after resolving the compression setting against the encoding. */

@@ -1,7 +1,7 @@
 // The Loki sink: caps lines, drops locally what Loki's limits refuse, pushes, reads Loki's 400s per
 // entry, and bisects only what an answer leaves open (spec B §4.8, issue #11; docs/egress.md).
 import { metrics, type Meter } from "@opentelemetry/api";
-import type { Dispatcher, Pool } from "undici";
+import type { Dispatcher } from "undici";
 import type { Batch, LogEntry } from "../../model.ts";
 import { silentLogger, type Logger } from "../../obs/logger.ts";
 import { systemClock, type Clock } from "../../util/clock.ts";
@@ -22,6 +22,7 @@ import { guardStaticLabels, renderLabels } from "./labels.ts";
 import { deliverIsolating } from "../wire/isolate.ts";
 import { deliverPerStream } from "../wire/per-stream.ts";
 import { closePool, parsePushUrl, present } from "../wire/endpoint.ts";
+import { readTlsFiles } from "../../util/tls-files.ts";
 import { createLokiSinkMetrics, type LokiSinkMetrics } from "./metrics.ts";
 import { encodeRequest } from "./request.ts";
 import {
@@ -74,7 +75,7 @@ export class LokiSink implements Sink {
   readonly #service: LokiService;
   readonly #metrics: LokiSinkMetrics;
   readonly #logger: Logger;
-  readonly #ownedPool: Pool | undefined;
+  readonly #ownedPool: Dispatcher | undefined;
   readonly #clock: Clock;
   /** Splits and paces pushes once Loki names the tenant's ingestion limit in a 429. */
   readonly #pacer: TenantPacer;
@@ -100,7 +101,8 @@ export class LokiSink implements Sink {
     this.#limits = settings.limits ?? LOKI_DEFAULT_LIMITS;
     this.#clock = deps.clock ?? systemClock;
     this.#metrics = createLokiSinkMetrics(deps.meter ?? metrics.getMeter("sf2loki"));
-    this.#ownedPool = deps.dispatcher ? undefined : createLokiPool(url.origin, deps.deadlines);
+    const tls = readTlsFiles(settings.tls, `${key}.tls`);
+    this.#ownedPool = deps.dispatcher ? undefined : createLokiPool(url.origin, deps.deadlines, tls);
     this.#service = new LokiService({
       url,
       where: `${url.origin}${url.pathname}`,
@@ -124,6 +126,7 @@ export class LokiSink implements Sink {
           authHeaders: headers,
           maxLineBytes: this.#maxLineBytes,
           deadlines: deps.deadlines ?? LOKI_DEADLINES,
+          tls,
         })
       : undefined;
   }

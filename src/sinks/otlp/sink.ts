@@ -4,7 +4,7 @@
 // is dead-lettered, the rest was stored or is isolated), 429/502/503/504 and other 5xx are retried
 // honouring Retry-After. docs/otlp.md says how a rejection is attributed to records.
 import { metrics, type Meter } from "@opentelemetry/api";
-import type { Dispatcher, Pool } from "undici";
+import type { Dispatcher } from "undici";
 import { ConfigError, Sf2LokiError } from "../../errors.ts";
 import { msToNs, type Batch, type Labels, type LogEntry } from "../../model.ts";
 import { silentLogger, type Logger } from "../../obs/logger.ts";
@@ -24,6 +24,7 @@ import { createLokiSinkMetrics, type LokiSinkMetrics } from "../loki/metrics.ts"
 import { authHeaders } from "../wire/auth.ts";
 import type { PushDrops } from "../wire/drops.ts";
 import { closePool, parsePushUrl, present } from "../wire/endpoint.ts";
+import { readTlsFiles, type TlsOptions } from "../../util/tls-files.ts";
 import { deliverIsolating } from "../wire/isolate.ts";
 import { deliverPerStream } from "../wire/per-stream.ts";
 import {
@@ -150,6 +151,7 @@ function lookupOf(
   url: URL,
   headers: Readonly<Record<string, string>>,
   deadlines: PushDeadlines,
+  tls: TlsOptions | undefined,
 ): LokiLookup | undefined {
   const reconcile = settings.reconcile;
   if (!reconcile?.enabled) return undefined;
@@ -165,6 +167,7 @@ function lookupOf(
     maxLineBytes: settings.batch.max_line_bytes,
     deadlines,
     queryOf: (labels) => lokiQueryOf(labels, settings.service_name),
+    tls,
   });
 }
 
@@ -183,7 +186,7 @@ export class OtlpSink implements Sink {
   readonly #service: PushService;
   readonly #metrics: LokiSinkMetrics;
   readonly #logger: Logger;
-  readonly #ownedPool: Pool | undefined;
+  readonly #ownedPool: Dispatcher | undefined;
   readonly #clock: Clock;
   /** Loki's stream labels of each label set, memoised per labels object (a run shares one). */
   readonly #lokiLabels = new WeakMap<Labels, Labels>();
@@ -203,13 +206,14 @@ export class OtlpSink implements Sink {
     this.#request = { serviceName: settings.service_name, gzip: settings.compression === "gzip" };
     this.#clock = deps.clock ?? systemClock;
     this.#metrics = createLokiSinkMetrics(deps.meter ?? metrics.getMeter("sf2loki"));
-    this.#ownedPool = deps.dispatcher ? undefined : createPushPool(url.origin, deps.deadlines);
+    const tls = readTlsFiles(settings.tls, `${key}.tls`);
+    this.#ownedPool = deps.dispatcher ? undefined : createPushPool(url.origin, deps.deadlines, tls);
     this.#pacer = tenantPacerFor(url, key, present(settings.tenant_id), {
       clock: this.#clock,
       logger: this.#logger,
       meter: deps.meter ?? metrics.getMeter("sf2loki"),
     });
-    this.lookup = lookupOf(settings, url, headers, deps.deadlines ?? PUSH_DEADLINES);
+    this.lookup = lookupOf(settings, url, headers, deps.deadlines ?? PUSH_DEADLINES, tls);
     this.#service = new PushService({
       url,
       where: `${url.origin}${url.pathname}`,

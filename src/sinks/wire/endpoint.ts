@@ -1,7 +1,7 @@
-// A push endpoint's URL, checked once at construction, and its connection pool's bounded close.
+// A push endpoint's URL, checked once at construction, and its connections' bounded close.
 import { ConfigError } from "../../errors.ts";
 import type { Clock } from "../../util/clock.ts";
-import type { Pool } from "../../util/http-dispatchers.ts";
+import { isClosed, type Dispatcher } from "../../util/http-dispatchers.ts";
 
 /**
  * Parses `<key>.url`; userinfo is refused so credentials never ride in a logged URL (upstream #125).
@@ -30,8 +30,8 @@ export function parsePushUrl(raw: string, key: string, example: string): URL {
 const CLOSE_BUDGET_MS = 5_000;
 
 /** Lets in-flight requests finish for up to 5 s, then tears the connections down. */
-export async function closePool(pool: Pool | undefined, clock: Clock): Promise<void> {
-  if (!pool || pool.closed) return;
+export async function closePool(pool: Dispatcher | undefined, clock: Clock): Promise<void> {
+  if (!pool || isClosed(pool)) return;
   const timer = new AbortController();
   const closed = pool.close().then(() => true);
   const expired = clock.sleep(CLOSE_BUDGET_MS, timer.signal).then(

@@ -4,7 +4,9 @@
 // the sink's to read: `refusal` hands those back untouched.
 import type { IncomingHttpHeaders } from "node:http";
 import type { Counter } from "@opentelemetry/api";
-import { Pool, type Dispatcher } from "../../util/http-dispatchers.ts";
+import type { Dispatcher } from "../../util/http-dispatchers.ts";
+import { originDispatcher } from "../../util/routed-dispatchers.ts";
+import type { TlsOptions } from "../../util/tls-files.ts";
 import { describeError } from "../../errors.ts";
 import type { Logger } from "../../obs/logger.ts";
 import type { Clock } from "../../util/clock.ts";
@@ -58,13 +60,20 @@ class TransientAttemptError extends Error {
   }
 }
 
-/** A Pool with keep-alive for the push URL's origin and the spec's timeouts. */
-export function createPushPool(origin: string, deadlines: PushDeadlines = PUSH_DEADLINES): Pool {
-  return new Pool(origin, {
-    connect: { timeout: deadlines.connectMs },
-    headersTimeout: deadlines.responseMs,
-    bodyTimeout: deadlines.responseMs,
-    keepAliveTimeout: 30_000,
+/**
+ * The push URL origin's connections, kept alive, with the spec's timeouts: a Pool, or a proxying
+ * dispatcher when HTTPS_PROXY / HTTP_PROXY route the origin through a proxy (routed-dispatchers.ts).
+ */
+export function createPushPool(
+  origin: string,
+  deadlines: PushDeadlines = PUSH_DEADLINES,
+  tls?: TlsOptions,
+): Dispatcher {
+  return originDispatcher(origin, {
+    connectMs: deadlines.connectMs,
+    responseMs: deadlines.responseMs,
+    keepAliveMs: 30_000,
+    tls,
   });
 }
 

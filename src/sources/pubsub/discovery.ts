@@ -4,6 +4,7 @@
 import type { TokenSource } from "../../salesforce/auth.ts";
 import { getWithBearer } from "../../salesforce/auth-http.ts";
 import { Sf2LokiError } from "../../errors.ts";
+import type { Dispatcher } from "../../util/http-dispatchers.ts";
 
 export interface TopicDiscoverer {
   discover(signal?: AbortSignal): Promise<string[]>;
@@ -35,17 +36,19 @@ export class DescribeGlobalDiscoverer implements TopicDiscoverer {
   readonly #apiVersion: string;
   readonly #onResult: ((found: DiscoveredTopics) => void) | undefined;
   readonly #storePairs: boolean;
+  readonly #http: Dispatcher | undefined;
 
   constructor(
     auth: TokenSource,
     apiVersion: string,
     onResult?: (found: DiscoveredTopics) => void,
-    opts: { storePairs?: boolean } = {},
+    opts: { storePairs?: boolean; http?: Dispatcher } = {},
   ) {
     this.#auth = auth;
     this.#apiVersion = apiVersion;
     this.#onResult = onResult;
     this.#storePairs = opts.storePairs ?? false;
+    this.#http = opts.http;
   }
 
   async discover(signal?: AbortSignal): Promise<string[]> {
@@ -53,7 +56,7 @@ export class DescribeGlobalDiscoverer implements TopicDiscoverer {
     for (let attempt = 1; ; attempt++) {
       const token = await this.#auth.token(signal);
       const url = `${token.instanceUrl}/services/data/v${this.#apiVersion}/sobjects/`;
-      const res = await getWithBearer(url, token.accessToken, signal);
+      const res = await getWithBearer(url, token.accessToken, signal, undefined, this.#http);
       if (res.status === 401 && attempt === 1) {
         this.#auth.invalidate(token.accessToken);
         continue;

@@ -2,6 +2,7 @@
 // bounded bridge into one async stream; wildcard discovery and periodic rediscovery.
 import { metrics, type Meter } from "@opentelemetry/api";
 import { systemClock, type Clock } from "../../util/clock.ts";
+import type { Dispatcher } from "../../util/http-dispatchers.ts";
 import { retry } from "../../util/retry.ts";
 import { silentLogger, type Logger } from "../../obs/logger.ts";
 import type { TokenSource } from "../../salesforce/auth.ts";
@@ -32,6 +33,8 @@ export interface PubSubSourceOptions {
   client?: PubSubSubscriber;
   /** Defaults to describeGlobal; only used when `topics` holds `*`. */
   discoverer?: TopicDiscoverer;
+  /** The org's Salesforce connections, for describeGlobal (connections.ts). */
+  http?: Dispatcher;
   /** Categories other sources of this org own explicitly; discovered topics in them are skipped. */
   ownedCategories?: ReadonlySet<string>;
   /** `sink.loki.structured_metadata_fields`. */
@@ -91,7 +94,10 @@ export class PubSubSource implements Source {
             "topics discovered",
           );
         },
-        { storePairs: opts.settings.discover_event_store_pairs === true },
+        {
+          storePairs: opts.settings.discover_event_store_pairs === true,
+          ...(opts.http ? { http: opts.http } : {}),
+        },
       );
   }
 
