@@ -2,7 +2,9 @@
 // its protobuf serializer cost ~10 MiB of RSS, and most deployments scrape /metrics and never push.
 // Temporality and aggregation are the exporter's defaults (cumulative), the same the reader would ask
 // the loaded exporter for.
+import type { AgentOptions } from "node:http";
 import type { PushMetricExporter, ResourceMetrics } from "@opentelemetry/sdk-metrics";
+import { nodeAgentOptions } from "../util/node-agents.ts";
 
 type ExportCallback = Parameters<PushMetricExporter["export"]>[1];
 
@@ -15,12 +17,16 @@ const FAILED = 1 as ExportResultCode;
 export class LazyOtlpExporter implements PushMetricExporter {
   readonly #url: string;
   readonly #headers: Record<string, string>;
+  readonly #agent: AgentOptions;
   #exporter: Promise<PushMetricExporter> | undefined;
   #shutDown = false;
 
   constructor(url: string, headers: Record<string, string>) {
     this.#url = url;
     this.#headers = headers;
+    // Direct or through the environment's proxy, decided now so a Node too old for it fails the start.
+    // An endpoint that is no URL keeps failing each export, as `doctor` reports it.
+    this.#agent = URL.canParse(url) ? nodeAgentOptions(url) : { keepAlive: true };
   }
 
   export(metrics: ResourceMetrics, done: ExportCallback): void {
@@ -46,7 +52,8 @@ export class LazyOtlpExporter implements PushMetricExporter {
   #loaded(): Promise<PushMetricExporter> {
     if (this.#shutDown) return Promise.reject(new Error("the OTLP metric exporter is shut down"));
     this.#exporter ??= import("@opentelemetry/exporter-metrics-otlp-proto").then(
-      ({ OTLPMetricExporter }) => new OTLPMetricExporter({ url: this.#url, headers: this.#headers }),
+      ({ OTLPMetricExporter }) =>
+        new OTLPMetricExporter({ url: this.#url, headers: this.#headers, httpAgentOptions: this.#agent }),
     );
     // A failed load is not kept: the next export tries again.
     this.#exporter.catch(() => (this.#exporter = undefined));

@@ -4,6 +4,7 @@
 import { createHash } from "node:crypto";
 import { addAbortSignal } from "node:stream";
 import { IdempotencyStrategy, Storage, type Bucket, type StorageOptions } from "@google-cloud/storage";
+import { proxyFor } from "../util/proxy-env.ts";
 import { gcsHints } from "./backend-hints.ts";
 import type { ObjectStoreHints } from "./errors.ts";
 import { checkServiceAccountFile } from "./gcs-credentials.ts";
@@ -26,6 +27,18 @@ export interface GcsStoreOptions extends ObjectStoreOptions {
  */
 export const GCS_REQUEST_TIMEOUT_MS = 30_000;
 
+/** Where the library sends requests without `endpoint_url`. */
+const GCS_ENDPOINT = "https://storage.googleapis.com";
+
+type GcsInterceptor = NonNullable<StorageOptions["interceptors_"]>[number];
+
+type GcsRequest = ReturnType<GcsInterceptor["request"]>;
+
+function throughProxy(proxy: URL): GcsInterceptor {
+  // The library's typings give interceptors teeny-request's options; what arrives is its own request.
+  return { request: (req) => ({ ...(req as unknown as GcsRequest), proxy: proxy.href }) };
+}
+
 /** The client options the settings imply; exported so `doctor` can build the same client. */
 export function gcsStorageOptions(
   settings: GcsStateSettings,
@@ -33,6 +46,7 @@ export function gcsStorageOptions(
 ): StorageOptions {
   const endpoint = settings.endpoint_url ?? undefined;
   const keyFile = settings.service_file ?? undefined;
+  const proxy = proxyFor(endpoint ?? GCS_ENDPOINT);
   return {
     // A custom endpoint (an emulator) gets no credentials unless a key file is named explicitly;
     // STORAGE_EMULATOR_HOST is honoured by the library itself the same way.
@@ -43,6 +57,10 @@ export function gcsStorageOptions(
     // maxRetries: 0 alone is ignored by the library (falsy means "default"); autoRetry and RetryNever are not.
     retryOptions: { autoRetry: false, maxRetries: 0, idempotencyStrategy: IdempotencyStrategy.RetryNever },
     timeout: requestTimeoutMs,
+    // The library (teeny-request) reads the proxy variables itself, HTTP_PROXY first even for https and
+    // NO_PROXY as exact hosts and .domains only; a request carrying `proxy` goes through that proxy,
+    // the one proxy-env.ts names for the endpoint.
+    ...(proxy ? { interceptors_: [throughProxy(proxy)] } : {}),
   };
 }
 

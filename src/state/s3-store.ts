@@ -10,6 +10,7 @@ import {
   type PutObjectCommandInput,
   type S3ClientConfig,
 } from "@aws-sdk/client-s3";
+import { nodeAgentOptions } from "../util/node-agents.ts";
 import { s3Hints } from "./backend-hints.ts";
 import type { ObjectStoreHints } from "./errors.ts";
 import type { ErrorClass, ObjectBackend, Precondition, StoredObject } from "./object-backend.ts";
@@ -50,6 +51,8 @@ export function s3ClientConfig(
 ): S3ClientConfig {
   const endpoint = settings.endpoint_url ?? undefined;
   const region = settings.region ?? (endpoint ? "us-east-1" : undefined);
+  // Direct or through the environment's proxy, decided on the host the client talks to (node-agents.ts).
+  const agent = nodeAgentOptions(endpoint ?? `https://s3.${region ? `${region}.` : ""}amazonaws.com`);
   return {
     ...(region ? { region } : {}),
     ...(endpoint
@@ -67,6 +70,8 @@ export function s3ClientConfig(
       requestTimeout: deadlines.requestMs,
       throwOnRequestTimeout: true,
       socketTimeout: deadlines.socketIdleMs,
+      httpAgent: agent,
+      httpsAgent: agent,
     },
   };
 }

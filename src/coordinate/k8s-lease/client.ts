@@ -11,6 +11,7 @@ import {
   type ObservableMiddleware,
 } from "@kubernetes/client-node";
 import { ConfigError, describeError } from "../../errors.ts";
+import { proxyFor } from "../../util/proxy-env.ts";
 import type { LeaseApi, LeaseObject } from "./api.ts";
 
 export function leaseApiFor(kc: KubeConfig, namespace: string, name: string): LeaseApi {
@@ -133,10 +134,17 @@ export function kubeConfigFor(
     }
     kc.loadFromCluster();
   }
-  if (!kc.getCurrentCluster()) {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) {
     throw new ConfigError(
       `the kubeconfig for coordinate.k8s_lease has no current cluster; set its current-context`,
     );
+  }
+  // The API server through the environment's proxy (as client-go goes), unless the kubeconfig names
+  // its own proxy-url; the client then tunnels with the cluster's CA and client certificate.
+  const proxy = cluster.proxyUrl ? undefined : proxyFor(cluster.server);
+  if (proxy) {
+    kc.clusters = kc.clusters.map((c) => (c === cluster ? { ...c, proxyUrl: proxy.href } : c));
   }
   return kc;
 }

@@ -21,10 +21,18 @@ const IP_STYLE_HOST =
  * naming the key when the credential's inputs are missing or unusable.
  */
 export function azureAccountName(settings: AzureStateSettings, section: string): string {
+  return accountOfUrl(azureBlobEndpoint(settings, section));
+}
+
+/** The blob service URL the client will talk to, from the connection string or account_url. */
+export function azureBlobEndpoint(settings: AzureStateSettings, section: string): string {
   try {
-    return settings.credential === "connection_string"
-      ? accountOfConnectionString(connectionString(settings, section))
-      : accountOfUrl(accountUrl(settings, section));
+    const url =
+      settings.credential === "connection_string"
+        ? endpointOfConnectionString(connectionString(settings, section))
+        : accountUrl(settings, section);
+    if (!URL.canParse(url)) throw new TypeError("Invalid URL");
+    return url;
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     throw invalid(section, settings.credential, err);
@@ -53,7 +61,7 @@ export function accountUrl(settings: AzureStateSettings, section: string): strin
   return value;
 }
 
-function accountOfConnectionString(text: string): string {
+function endpointOfConnectionString(text: string): string {
   const conn = text.startsWith("UseDevelopmentStorage=true")
     ? `AccountKey=x;BlobEndpoint=${DEVELOPMENT_BLOB_ENDPOINT}`
     : text;
@@ -74,13 +82,13 @@ function accountOfConnectionString(text: string): string {
     if (Buffer.from(valueIn(conn, "AccountKey"), "base64").length === 0) {
       throw new Error("Invalid AccountKey in the provided Connection String");
     }
-    return accountOfUrl(endpoint);
+    return endpoint;
   }
   if (!endpoint) throw new Error("Invalid BlobEndpoint in the provided SAS Connection String");
   if (!valueIn(conn, "SharedAccessSignature")) {
     throw new Error("Invalid SharedAccessSignature in the provided SAS Connection String");
   }
-  return accountOfUrl(endpoint);
+  return endpoint;
 }
 
 function valueIn(conn: string, name: string): string {

@@ -7,8 +7,10 @@ import {
   type BlockBlobClient,
   type StoragePipelineOptions,
 } from "@azure/storage-blob";
+import type { Agent } from "node:http";
+import { nodeAgent } from "../../util/node-agents.ts";
 import type { AzureStateSettings } from "../settings.ts";
-import { accountUrl, connectionString } from "./account.ts";
+import { accountUrl, azureBlobEndpoint, connectionString } from "./account.ts";
 
 export { azureAccountName } from "./account.ts";
 
@@ -20,15 +22,25 @@ export function azurePipelineOptions(): StoragePipelineOptions {
   return { retryOptions: { maxTries: 1, tryTimeoutInMs: TRY_TIMEOUT_MS } };
 }
 
+/**
+ * The connection to `endpoint`, direct or through the environment's proxy (node-agents.ts). storage-blob
+ * hands its options on to core-rest-pipeline, whose `agent` option wins over the SDK's own reading of
+ * HTTPS_PROXY / NO_PROXY (test/net/proxy.test.ts holds it to that).
+ */
+function connection(endpoint: string): StoragePipelineOptions {
+  const options: StoragePipelineOptions & { agent: Agent } = { agent: nodeAgent(endpoint) };
+  return options;
+}
+
 /** Where the settings sit in the config, for messages: `state.azure`, `coordinate.azure_lease`. */
-export function azureBlobClient(
+export async function azureBlobClient(
   settings: AzureStateSettings,
   section: string,
   overrides: StoragePipelineOptions = {},
 ): Promise<BlockBlobClient> {
-  return serviceClient(settings, section, { ...azurePipelineOptions(), ...overrides }).then((service) =>
-    service.getContainerClient(settings.container).getBlockBlobClient(settings.blob_name),
-  );
+  const options = { ...connection(azureBlobEndpoint(settings, section)), ...azurePipelineOptions() };
+  const service = await serviceClient(settings, section, { ...options, ...overrides });
+  return service.getContainerClient(settings.container).getBlockBlobClient(settings.blob_name);
 }
 
 /** The container of `blob`, on the same credential and pipeline (listing membership leases). */
@@ -41,7 +53,11 @@ export function azureContainerClient(
   // The blob name may hold slashes: cut the path at the container, keeping any query (a SAS).
   const segment = `/${encodeURIComponent(container)}/`;
   url.pathname = url.pathname.slice(0, url.pathname.indexOf(segment) + segment.length - 1);
-  return new ContainerClient(url.toString(), blob.credential, { ...azurePipelineOptions(), ...overrides });
+  return new ContainerClient(url.toString(), blob.credential, {
+    ...connection(blob.url),
+    ...azurePipelineOptions(),
+    ...overrides,
+  });
 }
 
 async function serviceClient(
