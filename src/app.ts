@@ -9,6 +9,7 @@ import { describeError } from "./errors.ts";
 import { startHealthServer, type HealthServer } from "./obs/health.ts";
 import { silentLogger, type Logger } from "./obs/logger.ts";
 import { createMetrics, type Metrics } from "./obs/metrics.ts";
+import { logProxyAtStart } from "./obs/proxy-banner.ts";
 import { StateFenceError } from "./state/errors.ts";
 import { unsaltedHashSources } from "./egress/salt-check.ts";
 import { systemClock, type Clock } from "./util/clock.ts";
@@ -231,6 +232,7 @@ class RunningApp implements App {
       },
       "sf2loki starting",
     );
+    logProxyAtStart(this.#log, c);
     for (const { org } of this.graph.orgs) {
       const unsalted = unsaltedHashSources(org.sources);
       if (unsalted.length > 0)

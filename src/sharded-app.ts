@@ -16,6 +16,7 @@ import { describeError } from "./errors.ts";
 import type { Labels } from "./model.ts";
 import { startHealthServer, type HealthServer } from "./obs/health.ts";
 import { orgMeter } from "./obs/org-meter.ts";
+import { logProxyAtStart } from "./obs/proxy-banner.ts";
 import type { Logger } from "./obs/logger.ts";
 import { silentLogger } from "./obs/logger.ts";
 import type { Metrics } from "./obs/metrics.ts";
@@ -225,6 +226,7 @@ class ShardedApp implements App {
         },
         "sf2loki starting, orgs sharded across replicas",
       );
+      logProxyAtStart(this.#log, this.#config);
       if (!this.#deps.noHealthServer) await this.#startHealth();
       await this.#manager.run({
         signal: stop.signal,
