@@ -1,11 +1,12 @@
 // The checkpoint document: one flat JSON object of string keys to string values. Every store parses and
 // serialises it here, so "corrupt" means the same thing on a file, in S3 and in GCS.
-import { RESERVED_KEYS } from "./store.ts";
-
 export type CheckpointDocument = Record<string, string>;
 
 /** The file store's epoch fence lives in the document under this reserved key (stored as a string). */
 export const FENCE_EPOCH_KEY = "__fence_epoch__";
+
+/** Keys the stores write for themselves and the CLI refuses to touch. */
+export const RESERVED_KEYS: ReadonlySet<string> = new Set([FENCE_EPOCH_KEY]);
 
 export type ParseResult =
   { ok: true; doc: CheckpointDocument } | { ok: false; problem: string; cause?: unknown };

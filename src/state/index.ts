@@ -1,6 +1,6 @@
 // The state layer's public surface.
 export type { CheckpointStore, WriteFence } from "./store.ts";
-export { RESERVED_KEYS } from "./store.ts";
+export { RESERVED_KEYS } from "./document.ts";
 export { buildStore, type BuildStoreOptions } from "./build.ts";
 export type {
   StateSettings,

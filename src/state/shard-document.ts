@@ -5,7 +5,7 @@
 // org's keys in the shared document, which is only ever read, never changed or deleted.
 import { orgPrefix } from "./org-view.ts";
 import type { StateSettings } from "./settings.ts";
-import { RESERVED_KEYS } from "./store.ts";
+import { RESERVED_KEYS } from "./document.ts";
 
 /** `dir/state.json` -> `dir/state-acme.json`; `dir/state` -> `dir/state-acme`. */
 export function shardPath(path: string, shard: string): string {

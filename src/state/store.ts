@@ -36,6 +36,3 @@ export interface CheckpointStore {
   readonly location: string;
   close(): Promise<void>;
 }
-
-/** Keys the stores write for themselves and the CLI refuses to touch. */
-export const RESERVED_KEYS: ReadonlySet<string> = new Set(["__fence_epoch__"]);
