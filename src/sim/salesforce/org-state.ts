@@ -1,7 +1,7 @@
 // What the simulated org's HTTP and gRPC faces share: identity, issued tokens, topics, queued faults.
 // Several orgs can sit behind one HTTP and one gRPC port; each keeps all of this to itself.
 import type { SimRestOptions } from "../salesforce-rest/handler.ts";
-import type { GrpcFault } from "./pubsub-server.ts";
+import type { GrpcFault } from "./grpc-fault.ts";
 import type { SimPollingData } from "../salesforce-rest/generate.ts";
 import { TopicLog } from "./topic-log.ts";
 

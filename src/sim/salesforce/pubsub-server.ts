@@ -21,6 +21,7 @@ import {
   type TopicInfo,
   type TopicRequest,
 } from "../../salesforce/pubsub/proto.ts";
+import { grpcError, type GrpcFault } from "./grpc-fault.ts";
 import { CORRUPTED_REPLAY_ID_CODE, type SimOrgState } from "./org-state.ts";
 import type { TopicLog } from "./topic-log.ts";
 
@@ -35,19 +36,6 @@ export interface StreamStats {
   outstanding: number;
   keepalives: number;
   active: boolean;
-}
-
-export interface GrpcFault {
-  code: status;
-  details: string;
-  /** `error-code` trailer; omitted means no trailer at all. */
-  errorCode?: string;
-}
-
-function grpcError(fault: GrpcFault): Error & { code: status; details: string; metadata: Metadata } {
-  const metadata = new Metadata();
-  if (fault.errorCode !== undefined) metadata.set("error-code", fault.errorCode);
-  return Object.assign(new Error(fault.details), { code: fault.code, details: fault.details, metadata });
 }
 
 class SimStream {

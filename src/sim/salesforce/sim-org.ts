@@ -10,7 +10,8 @@ import { shortNameOf } from "./events.ts";
 import { createSimHttpServer, type SimHttpOrg } from "./http-server.ts";
 import { CORRUPTED_REPLAY_ID_CODE, SimOrgState, type SimOrgOptions, type TokenClaims } from "./org-state.ts";
 import { TcpRelay } from "./tcp-relay.ts";
-import { SimPubSubServer, type GrpcFault, type StreamStats } from "./pubsub-server.ts";
+import type { GrpcFault } from "./grpc-fault.ts";
+import { SimPubSubServer, type StreamStats } from "./pubsub-server.ts";
 
 export type { SimOrgOptions, TokenClaims, StreamStats, GrpcFault };
 export { CORRUPTED_REPLAY_ID_CODE };
