@@ -2,7 +2,7 @@
 export { loadConfig, validateConfig } from "./config/load.ts";
 export type { Config, OrgConfig, SalesforceConfig, SourcesConfig } from "./config/schema.ts";
 export { ConfigError, Sf2LokiError } from "./errors.ts";
-export { createApp, type App, type AppDeps } from "./app.ts";
+export { createApp, type App, type AppDeps } from "./daemon/app.ts";
 export { buildStore, type BuildStoreOptions } from "./state/build.ts";
 export type { CheckpointStore, WriteFence } from "./state/store.ts";
 export {

@@ -6,7 +6,7 @@ import type { ResolvedOrg } from "../config/orgs.ts";
 import { EventLogObjectsSource } from "../sources/eventlog-objects/source.ts";
 import { OBJECT_DEFAULTS } from "../sources/eventlog-objects/settings.ts";
 import { eachEntry, type CheckpointReader, type Source } from "../sources/source.ts";
-import type { OrgWiring } from "../wiring.ts";
+import type { OrgWiring } from "../daemon/wiring.ts";
 import { BackfillKeys, type BackfillContext } from "./context.ts";
 
 const DAEMON_PREFIX = "eventlog_objects:";

@@ -16,7 +16,7 @@ import { pollingKit } from "../sources/shaping/deps.ts";
 import { eachEntry, type Source } from "../sources/source.ts";
 import type { CheckpointStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";
-import { buildGraph, type OrgWiring } from "../wiring.ts";
+import { buildGraph, type OrgWiring } from "../daemon/wiring.ts";
 import { BackfillKeys, type BackfillContext, type BackfillStats } from "./context.ts";
 import { CountingSink } from "./counting-sink.ts";
 import { EntryDecorator } from "./decorate.ts";

@@ -1,7 +1,7 @@
 // `sf2loki --check`: the same load and offline build as the daemon, with no network access.
 import { describeError } from "../errors.ts";
 import { loadConfig } from "../config/load.ts";
-import { buildOffline } from "../wiring.ts";
+import { buildOffline } from "../daemon/wiring.ts";
 import { EXIT_CONFIG, EXIT_OK, type CliIO } from "./exit.ts";
 
 export async function runCheck(configPath: string | undefined, io: CliIO): Promise<number> {

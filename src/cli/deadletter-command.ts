@@ -15,7 +15,7 @@ import { buildStore } from "../state/build.ts";
 import { errnoCode } from "../state/state-fs.ts";
 import { isMissingBucket, isOutage } from "../state/transient.ts";
 import { systemClock, type Clock } from "../util/clock.ts";
-import { buildGraph, type DestinationWiring, type Graph } from "../wiring.ts";
+import { buildGraph, type DestinationWiring, type Graph } from "../daemon/wiring.ts";
 import { UsageError } from "./config-command.ts";
 import { EXIT_OK, reportError, type CliIO } from "./exit.ts";
 import { stopOnSignals } from "./stop-signal.ts";

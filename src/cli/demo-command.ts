@@ -118,7 +118,7 @@ async function runDemo(
   // of the simulated org (gRPC server, Avro, protobufjs).
   const [{ startDemoWorld }, { createApp }, { MAX_BACKLOG_SPAN_MS }] = await Promise.all([
     import("../sim/demo-world.ts"),
-    import("../app.ts"),
+    import("../daemon/app.ts"),
     import("../sim/salesforce/events.ts"),
   ]);
   const own = o.own;

@@ -1,5 +1,5 @@
 // `sf2loki --config c.yaml`: the daemon. Runs until SIGINT/SIGTERM or until every finite source is done.
-import { createApp } from "../app.ts";
+import { createApp } from "../daemon/app.ts";
 import { loadConfig } from "../config/load.ts";
 import { createLogger } from "../obs/logger.ts";
 import { reportError, type CliIO, EXIT_OK } from "./exit.ts";

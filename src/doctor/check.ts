@@ -3,7 +3,7 @@
 // to do, so one broken dependency never hides the rows after it.
 import type { Config } from "../config/schema.ts";
 import type { Clock } from "../util/clock.ts";
-import type { Graph, OrgWiring } from "../wiring.ts";
+import type { Graph, OrgWiring } from "../daemon/wiring.ts";
 
 export type CheckStatus = "PASS" | "WARN" | "FAIL" | "SKIP";
 

@@ -7,7 +7,7 @@ import type { Config } from "../config/schema.ts";
 import { describeError } from "../errors.ts";
 import type { Labels } from "../model.ts";
 import { systemClock, type Clock } from "../util/clock.ts";
-import { buildGraph, type Graph } from "../wiring.ts";
+import { buildGraph, type Graph } from "../daemon/wiring.ts";
 import { fail, pass, skip, warn, type CheckRow, type DoctorEnv, type OrgUnderCheck } from "./check.ts";
 import { checkAuth } from "./checks/auth.ts";
 import { checkCoordinator } from "./checks/coordinator.ts";

@@ -36,7 +36,7 @@ async function specifiersResolvedBuilding(tree: unknown): Promise<string[]> {
         return next(specifier, context);
       },
     });
-    const { createApp } = await import("./src/app.ts");
+    const { createApp } = await import("./src/daemon/app.ts");
     const { validateConfig } = await import("./src/config/load.ts");
     createApp(validateConfig(${JSON.stringify(tree)}), { noHealthServer: true });
     process.stdout.write(JSON.stringify([...seen]));

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
-import { createApp, type App } from "../../src/app.ts";
+import { createApp, type App } from "../../src/daemon/app.ts";
 import { validateConfig } from "../../src/config/load.ts";
 import { deepMerge } from "../../src/config/env.ts";
 import type { BuiltCoordinator } from "../../src/coordinate/build.ts";

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { test } from "node:test";
-import { createApp } from "../../src/app.ts";
+import { createApp } from "../../src/daemon/app.ts";
 import { validateConfig } from "../../src/config/load.ts";
 import { pollingSources, simSalesforceConfig } from "../../src/sim/demo-polling.ts";
 import { DEMO_SECRET } from "../../src/sim/demo-world.ts";

@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { KubeConfig } from "@kubernetes/client-node";
-import { createApp, type App } from "../../src/app.ts";
+import { createApp, type App } from "../../src/daemon/app.ts";
 import { validateConfig } from "../../src/config/load.ts";
 import { leaseApiFor } from "../../src/coordinate/k8s-lease/client.ts";
 import { leaseListFor } from "../../src/coordinate/k8s-lease/list-client.ts";

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { pino } from "pino";
-import { createApp } from "../../src/app.ts";
+import { createApp } from "../../src/daemon/app.ts";
 import { validateConfig } from "../../src/config/load.ts";
 import { unsaltedHashSources } from "../../src/egress/salt-check.ts";
 import { ManualClock } from "../../src/util/clock.ts";

@@ -7,7 +7,7 @@ import { MeterProvider } from "@opentelemetry/sdk-metrics";
 import type { ProgressReport } from "../../src/pipeline/progress.ts";
 import type { StoreFailure } from "../../src/state/tracked-store.ts";
 import { ManualClock } from "../../src/util/clock.ts";
-import { Watchdog } from "../../src/watchdog.ts";
+import { Watchdog } from "../../src/daemon/watchdog.ts";
 import { captureLogger } from "../state/helpers/capture-logger.ts";
 
 function rig(opts: { stallMs?: number; livenessMs?: number } = {}) {

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { resolveDestinations } from "../../src/config/destinations.ts";
 import { validateConfig } from "../../src/config/load.ts";
-import { buildGraph } from "../../src/wiring.ts";
+import { buildGraph } from "../../src/daemon/wiring.ts";
 import { cli } from "../support/cli.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";
 

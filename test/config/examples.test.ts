@@ -10,7 +10,7 @@ import { test } from "node:test";
 import { loadConfig } from "../../src/config/load.ts";
 import { resolvedOrgs } from "../../src/config/orgs.ts";
 import type { Config } from "../../src/config/schema.ts";
-import { buildOffline } from "../../src/wiring.ts";
+import { buildOffline } from "../../src/daemon/wiring.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";
 
 const EXAMPLES = new URL("../../examples/", import.meta.url).pathname;

@@ -8,7 +8,7 @@ import { validateConfig } from "../../src/config/load.ts";
 import { ConfigError } from "../../src/errors.ts";
 import { OtlpSink } from "../../src/sinks/otlp/sink.ts";
 import { LokiSink } from "../../src/sinks/loki/sink.ts";
-import { buildGraph } from "../../src/wiring.ts";
+import { buildGraph } from "../../src/daemon/wiring.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const OTLP_A = "http://127.0.0.1:3100/otlp/v1/logs";

@@ -10,7 +10,7 @@ import { Pipeline } from "../../src/pipeline/pipeline.ts";
 import { DEFAULT_BATCH_SETTINGS } from "../../src/pipeline/settings.ts";
 import { startLokiReceiver } from "../../src/sim/loki.ts";
 import { ManualClock } from "../../src/util/clock.ts";
-import { buildGraph } from "../../src/wiring.ts";
+import { buildGraph } from "../../src/daemon/wiring.ts";
 import { cli } from "../support/cli.ts";
 import { entry, MemoryStore, ScriptedSource } from "../support/fakes.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";

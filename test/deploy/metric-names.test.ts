@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createApp } from "../../src/app.ts";
+import { createApp } from "../../src/daemon/app.ts";
 import { deepMerge } from "../../src/config/env.ts";
 import { validateConfig } from "../../src/config/load.ts";
 import { DEMO_TOPICS, startDemoWorld } from "../../src/sim/demo-world.ts";

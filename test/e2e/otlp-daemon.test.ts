@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createApp } from "../../src/app.ts";
+import { createApp } from "../../src/daemon/app.ts";
 import { validateConfig } from "../../src/config/load.ts";
 import { startDemoWorld, DEMO_TOPICS } from "../../src/sim/demo-world.ts";
 import { startOtlpReceiver } from "../support/otlp-receiver.ts";

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { once } from "node:events";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { createApp } from "../../src/app.ts";
+import { createApp } from "../../src/daemon/app.ts";
 import { validateConfig } from "../../src/config/load.ts";
 import { deepMerge } from "../../src/config/env.ts";
 import { startDemoWorld, type DemoWorld } from "../../src/sim/demo-world.ts";

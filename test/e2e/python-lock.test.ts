@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { createApp } from "../../src/app.ts";
+import { createApp } from "../../src/daemon/app.ts";
 import { validateConfig } from "../../src/config/load.ts";
 import { startDemoWorld } from "../../src/sim/demo-world.ts";
 import { captureLogger } from "../state/helpers/capture-logger.ts";

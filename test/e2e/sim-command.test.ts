@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { join } from "node:path";
-import { createApp } from "../../src/app.ts";
+import { createApp } from "../../src/daemon/app.ts";
 import { validateConfig } from "../../src/config/load.ts";
 import { tempDir } from "../support/tmp.ts";
 

@@ -7,7 +7,7 @@ import { MeterProvider } from "@opentelemetry/sdk-metrics";
 import { pino } from "pino";
 import { BUDGET_PAUSED_REASON } from "../../src/egress/governed-sink.ts";
 import { ManualClock } from "../../src/util/clock.ts";
-import { Watchdog } from "../../src/watchdog.ts";
+import { Watchdog } from "../../src/daemon/watchdog.ts";
 import { ChannelSource, MemoryStore, ScriptedSource, settle, waitUntil } from "../support/fakes.ts";
 import { governedRun, sized } from "./support.ts";
 

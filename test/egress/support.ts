@@ -1,7 +1,7 @@
 // A pipeline pushing through the egress governor into the real Loki sink and receiver, with a manual
 // clock and a real OTel metrics pipeline. Not a test file: shared by the egress tests.
 import type { TestContext } from "node:test";
-import { createApp, type App } from "../../src/app.ts";
+import { createApp, type App } from "../../src/daemon/app.ts";
 import { validateConfig } from "../../src/config/load.ts";
 import { pino } from "pino";
 import { GovernedSink, type EgressSettings } from "../../src/egress/governed-sink.ts";

@@ -8,7 +8,7 @@ import { loadConfig } from "../../src/config/load.ts";
 import { LogEntry } from "../../src/model.ts";
 import { Pipeline } from "../../src/pipeline/pipeline.ts";
 import { DEFAULT_BATCH_SETTINGS } from "../../src/pipeline/settings.ts";
-import { buildGraph } from "../../src/wiring.ts";
+import { buildGraph } from "../../src/daemon/wiring.ts";
 import { cli } from "../support/cli.ts";
 import { MemoryStore, ScriptedSource } from "../support/fakes.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";

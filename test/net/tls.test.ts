@@ -14,7 +14,7 @@ import { createOtlpSink } from "../../src/sinks/otlp/sink.ts";
 import { RetryableSinkError } from "../../src/sinks/sink.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import type { TlsFiles } from "../../src/util/tls-files.ts";
-import { buildGraph } from "../../src/wiring.ts";
+import { buildGraph } from "../../src/daemon/wiring.ts";
 import { startOtlpReceiver } from "../support/otlp-receiver.ts";
 import { tempDir } from "../support/tmp.ts";
 import { TLS_FILES, startTlsFront, type TlsFront } from "../support/tls-front.ts";

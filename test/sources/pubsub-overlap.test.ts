@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { validateConfig } from "../../src/config/load.ts";
 import { ConfigError } from "../../src/errors.ts";
-import { buildOffline } from "../../src/wiring.ts";
+import { buildOffline } from "../../src/daemon/wiring.ts";
 import { tempDir } from "../support/tmp.ts";
 import {
   OverlapError,

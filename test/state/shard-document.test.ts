@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 import { validateConfig } from "../../src/config/load.ts";
 import { resolvedOrgs } from "../../src/config/orgs.ts";
 import { ConfigError } from "../../src/errors.ts";
-import { shardConfig } from "../../src/sharded-app.ts";
+import { shardConfig } from "../../src/daemon/sharded-app.ts";
 import { shardPath, shardSeed, shardStateSettings } from "../../src/state/shard-document.ts";
 
 describe("shard documents", () => {

@@ -1,7 +1,7 @@
 // An app run in-process on a loopback health port, stopped at the end of the test, and a poller that
 // records what its health endpoints answer (the tests assert on what an orchestrator would have seen).
 import type { TestContext } from "node:test";
-import { createApp, type App } from "../../src/app.ts";
+import { createApp, type App } from "../../src/daemon/app.ts";
 import { validateConfig } from "../../src/config/load.ts";
 
 export interface RunningApp {

@@ -3,7 +3,7 @@
 // those tests share.
 import type { TestContext } from "node:test";
 import assert from "node:assert/strict";
-import { createApp, type App } from "../../src/app.ts";
+import { createApp, type App } from "../../src/daemon/app.ts";
 import { validateConfig } from "../../src/config/load.ts";
 import { pollingSources, simSalesforceConfig } from "../../src/sim/demo-polling.ts";
 import { DEMO_SECRET } from "../../src/sim/demo-world.ts";

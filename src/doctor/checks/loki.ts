@@ -5,7 +5,7 @@
 import { describeError } from "../../errors.ts";
 import { LogEntry, msToNs, type Labels } from "../../model.ts";
 import type { DoctorEnv } from "../check.ts";
-import type { DestinationWiring } from "../../wiring.ts";
+import type { DestinationWiring } from "../../daemon/wiring.ts";
 import { elapsedMs, fail, pass, type CheckRow } from "../check.ts";
 
 export const DOCTOR_SOURCE_LABEL = "sf2loki-doctor";

@@ -2,7 +2,7 @@
 // credentials show up now rather than as a silent gap in the dashboards.
 import type { Dispatcher } from "../../util/http-dispatchers.ts";
 import { originDispatcher } from "../../util/routed-dispatchers.ts";
-import { telemetryHeaders } from "../../app.ts";
+import { telemetryHeaders } from "../../daemon/app.ts";
 import type { Config } from "../../config/schema.ts";
 import { describeError } from "../../errors.ts";
 import { fail, pass, skip, type CheckRow } from "../check.ts";

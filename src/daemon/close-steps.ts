@@ -1,8 +1,8 @@
 // Shutting a process down: every client and server closed in order, one failure logged and the rest
 // still closed. The graph's own part is listed once here, so the single-lease app and the sharded
 // shell close the same things (a store added to the graph is closed by both).
-import { describeError } from "./errors.ts";
-import type { Logger } from "./obs/logger.ts";
+import { describeError } from "../errors.ts";
+import type { Logger } from "../obs/logger.ts";
 import type { Graph } from "./wiring.ts";
 
 export type CloseStep = [what: string, close: () => Promise<void>];

@@ -5,11 +5,11 @@
 // still, is wedged: /healthz fails so Kubernetes restarts it. Outages that are being retried are not
 // wedged: a restart would not help them.
 import type { Meter } from "@opentelemetry/api";
-import type { Logger } from "./obs/logger.ts";
-import { StateGauge } from "./obs/metrics.ts";
-import type { ProgressReport } from "./pipeline/progress.ts";
-import type { StoreFailure } from "./state/tracked-store.ts";
-import type { Clock } from "./util/clock.ts";
+import type { Logger } from "../obs/logger.ts";
+import { StateGauge } from "../obs/metrics.ts";
+import type { ProgressReport } from "../pipeline/progress.ts";
+import type { StoreFailure } from "../state/tracked-store.ts";
+import type { Clock } from "../util/clock.ts";
 
 const TICK_MS = 1000;
 

@@ -3,25 +3,25 @@
 // process to standby in place; it never exits for it (#97). A lost term demotes first (leader gauge 0,
 // /readyz standby) and drains second (#17); a checkpoint store outage is retried in place, never fatal.
 
-import type { Config } from "./config/schema.ts";
+import type { Config } from "../config/schema.ts";
 import { closeInOrder, graphCloseSteps } from "./close-steps.ts";
-import { describeError } from "./errors.ts";
-import { startHealthServer, type HealthServer } from "./obs/health.ts";
-import { silentLogger, type Logger } from "./obs/logger.ts";
-import { createMetrics, type Metrics } from "./obs/metrics.ts";
-import { logProxyAtStart } from "./obs/proxy-banner.ts";
-import { StateFenceError } from "./state/errors.ts";
-import { unsaltedHashSources } from "./egress/salt-check.ts";
-import { systemClock, type Clock } from "./util/clock.ts";
-import { retry } from "./util/retry.ts";
+import { describeError } from "../errors.ts";
+import { startHealthServer, type HealthServer } from "../obs/health.ts";
+import { silentLogger, type Logger } from "../obs/logger.ts";
+import { createMetrics, type Metrics } from "../obs/metrics.ts";
+import { logProxyAtStart } from "../obs/proxy-banner.ts";
+import { StateFenceError } from "../state/errors.ts";
+import { unsaltedHashSources } from "../egress/salt-check.ts";
+import { systemClock, type Clock } from "../util/clock.ts";
+import { retry } from "../util/retry.ts";
 import { Watchdog } from "./watchdog.ts";
 import { buildGraph, type Graph } from "./wiring.ts";
-import type { BuiltCoordinator } from "./coordinate/build.ts";
-import type { LossReason } from "./coordinate/coordinator.ts";
-import type { Labels } from "./model.ts";
-import type { Sink } from "./sinks/sink.ts";
-import type { HostInfo } from "./coordinate/settings.ts";
-import type { ShardLeaseSpace } from "./coordinate/sharding/space.ts";
+import type { BuiltCoordinator } from "../coordinate/build.ts";
+import type { LossReason } from "../coordinate/coordinator.ts";
+import type { Labels } from "../model.ts";
+import type { Sink } from "../sinks/sink.ts";
+import type { HostInfo } from "../coordinate/settings.ts";
+import type { ShardLeaseSpace } from "../coordinate/sharding/space.ts";
 import { createShardedApp } from "./sharded-app.ts";
 
 export interface AppDeps {

@@ -5,27 +5,27 @@
 // won and stop when it is lost, handed over or the process stops, and no other shard notices.
 // Single-lease mode never comes through here: RunningApp (app.ts) is unchanged.
 import type { App, AppDeps } from "./app.ts";
-import type { Config } from "./config/schema.ts";
-import { resolvedOrgs, type ResolvedOrg } from "./config/orgs.ts";
-import type { LossReason } from "./coordinate/coordinator.ts";
-import { buildShardManager } from "./coordinate/sharding/build.ts";
-import type { ShardManager } from "./coordinate/sharding/manager.ts";
-import { BUDGET_KEY } from "./egress/budget.ts";
+import type { Config } from "../config/schema.ts";
+import { resolvedOrgs, type ResolvedOrg } from "../config/orgs.ts";
+import type { LossReason } from "../coordinate/coordinator.ts";
+import { buildShardManager } from "../coordinate/sharding/build.ts";
+import type { ShardManager } from "../coordinate/sharding/manager.ts";
+import { BUDGET_KEY } from "../egress/budget.ts";
 import { closeInOrder, graphCloseSteps } from "./close-steps.ts";
-import { describeError } from "./errors.ts";
-import type { Labels } from "./model.ts";
-import { startHealthServer, type HealthServer } from "./obs/health.ts";
-import { orgMeter } from "./obs/org-meter.ts";
-import { logProxyAtStart } from "./obs/proxy-banner.ts";
-import type { Logger } from "./obs/logger.ts";
-import { silentLogger } from "./obs/logger.ts";
-import type { Metrics } from "./obs/metrics.ts";
-import { buildStore } from "./state/build.ts";
-import { StateFenceError } from "./state/errors.ts";
-import { shardSeed, shardStateSettings } from "./state/shard-document.ts";
-import type { CheckpointStore } from "./state/store.ts";
-import { systemClock, type Clock } from "./util/clock.ts";
-import { retry } from "./util/retry.ts";
+import { describeError } from "../errors.ts";
+import type { Labels } from "../model.ts";
+import { startHealthServer, type HealthServer } from "../obs/health.ts";
+import { orgMeter } from "../obs/org-meter.ts";
+import { logProxyAtStart } from "../obs/proxy-banner.ts";
+import type { Logger } from "../obs/logger.ts";
+import { silentLogger } from "../obs/logger.ts";
+import type { Metrics } from "../obs/metrics.ts";
+import { buildStore } from "../state/build.ts";
+import { StateFenceError } from "../state/errors.ts";
+import { shardSeed, shardStateSettings } from "../state/shard-document.ts";
+import type { CheckpointStore } from "../state/store.ts";
+import { systemClock, type Clock } from "../util/clock.ts";
+import { retry } from "../util/retry.ts";
 import { Watchdog } from "./watchdog.ts";
 import { buildGraph, type Graph } from "./wiring.ts";
 
