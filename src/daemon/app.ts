@@ -16,44 +16,12 @@ import { systemClock, type Clock } from "../util/clock.ts";
 import { retry } from "../util/retry.ts";
 import { Watchdog } from "./watchdog.ts";
 import { buildGraph, type Graph } from "./wiring.ts";
-import type { BuiltCoordinator } from "../coordinate/build.ts";
 import type { LossReason } from "../coordinate/coordinator.ts";
 import type { Labels } from "../model.ts";
-import type { Sink } from "../sinks/sink.ts";
-import type { HostInfo } from "../coordinate/settings.ts";
-import type { ShardLeaseSpace } from "../coordinate/sharding/space.ts";
 import { createShardedApp } from "./sharded-app.ts";
+import type { App, AppDeps } from "./app-types.ts";
 
-export interface AppDeps {
-  clock?: Clock;
-  logger?: Logger;
-  /** Overrides `service.health_addr` (tests and the demo bind 127.0.0.1:0). */
-  healthAddr?: string;
-  /** Skip the health server entirely (embedded runs). */
-  noHealthServer?: boolean;
-  sink?: Sink;
-  version?: string;
-  /**
-   * Polling sources run one cycle and end; with no Pub/Sub topic the run then ends cleanly once
-   * everything is delivered and committed (tests, benchmarks). Not a config key on purpose.
-   */
-  pollOnce?: boolean;
-  /** Replaces the configured coordinator (tests drive leadership by hand). */
-  coordinator?: BuiltCoordinator;
-  /** coordinate.sharding: replaces the lease space built from the config (tests). */
-  shardSpace?: ShardLeaseSpace;
-  /** Where the process runs, for lease identities (tests). */
-  host?: HostInfo;
-}
-
-export interface App {
-  readonly graph: Graph;
-  /** Runs until `signal` aborts or every finite source is done; rejects on a crash. */
-  run(signal: AbortSignal): Promise<void>;
-  status(): Record<string, unknown>;
-  /** The health server's URL once run() started it. */
-  healthUrl(): string | undefined;
-}
+export type { App, AppDeps } from "./app-types.ts";
 
 /** Builds the whole graph offline (no network); the same wiring `--check` validates. */
 export function createApp(config: Config, deps: AppDeps = {}): App {

@@ -4,7 +4,7 @@
 // shard's lease coordinator injected), so a shard's sources, lanes and commits start when its lease is
 // won and stop when it is lost, handed over or the process stops, and no other shard notices.
 // Single-lease mode never comes through here: RunningApp (app.ts) is unchanged.
-import type { App, AppDeps } from "./app.ts";
+import type { App, AppDeps } from "./app-types.ts";
 import type { Config } from "../config/schema.ts";
 import { resolvedOrgs, type ResolvedOrg } from "../config/orgs.ts";
 import type { LossReason } from "../coordinate/coordinator.ts";
