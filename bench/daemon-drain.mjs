@@ -19,7 +19,7 @@ if (entry !== "dist" && entry !== "src") {
 const ext = entry === "dist" ? "js" : "ts";
 const root = new URL(`../${entry}/`, import.meta.url);
 const [{ createApp }, { validateConfig }] = await Promise.all([
-  import(new URL(`app.${ext}`, root).href),
+  import(new URL(`daemon/app.${ext}`, root).href),
   import(new URL(`config/load.${ext}`, root).href),
 ]);
 
