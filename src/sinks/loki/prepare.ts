@@ -1,10 +1,13 @@
-// What every push to a Loki does first, through its push API or its OTLP endpoint: real entries only,
-// lines capped (batch.max_line_bytes), then what Loki's limits would refuse dropped before sending.
+// What every push to a Loki does, through its push API or its OTLP endpoint: real entries only, lines
+// capped (batch.max_line_bytes), what Loki's limits would refuse dropped before sending, then the rest
+// delivered one stream per request (wire/per-stream.ts). Only how a stream is delivered is the sink's.
 import type { Counter } from "@opentelemetry/api";
 import type { Batch, LogEntry } from "../../model.ts";
-import type { DropListener } from "../sink.ts";
+import type { Clock } from "../../util/clock.ts";
+import type { DropListener, LandListener, PushResult } from "../sink.ts";
 import { PushDrops } from "../wire/drops.ts";
 import { capLines } from "../wire/line-cap.ts";
+import { deliverPerStream } from "../wire/per-stream.ts";
 import { checkLimits, type LokiLimits } from "./limits.ts";
 
 export interface PreparedPush {
@@ -16,9 +19,60 @@ export interface PreparedPush {
   readonly drops: PushDrops;
 }
 
+export interface PrepareOptions {
+  maxLineBytes: number;
+  limits: LokiLimits;
+  nowMs: number;
+  linesTruncated: Counter;
+}
+
+/**
+ * Extra requests one batch may spend re-pushing what an answer left open. Loki's own answers are read
+ * per entry and need none; this bounds the bisection of unreadable ones (a proxy's page, a 413): 32
+ * requests isolate about two unnamed poison entries in a batch of 1000.
+ */
+export const ISOLATION_BUDGET = 32;
+
+/** What the delivery of one stream's entries works with. */
+export interface DeliverContext {
+  /** The batch was this one entry: a refusal of it is the pipeline's Permanent. */
+  readonly single: boolean;
+  readonly drops: PushDrops;
+  /** Extra isolation requests this stream may spend (its share of ISOLATION_BUDGET). */
+  readonly budget: number;
+  readonly signal: AbortSignal | undefined;
+  readonly onLanded: LandListener | undefined;
+}
+
+/** What a sink shapes every push by: its line cap, the Loki limits it checks, its clock, its counter. */
+export interface PushShaping {
+  readonly maxLineBytes: number;
+  readonly limits: LokiLimits;
+  readonly clock: Clock;
+  readonly linesTruncated: Counter;
+}
+
+/** One push of `batch`: prepared, then each stream delivered by `deliver`; the drops are the result. */
+export async function pushByStream(
+  batch: Batch,
+  shaping: PushShaping,
+  listeners: { signal?: AbortSignal; onDropped?: DropListener; onLanded?: LandListener },
+  deliver: (stream: readonly LogEntry[], ctx: DeliverContext) => Promise<void>,
+): Promise<PushResult> {
+  const { signal, onDropped, onLanded } = listeners;
+  const { maxLineBytes, limits, clock, linesTruncated } = shaping;
+  const opts = { maxLineBytes, limits, nowMs: clock.now(), linesTruncated };
+  const { entries, send, drops } = preparePush(batch, opts, onDropped);
+  if (send.length > 0) {
+    const ctx = { single: entries.length === 1, drops, budget: ISOLATION_BUDGET, signal, onLanded };
+    await deliverPerStream(send, ctx, deliver);
+  }
+  return { dropped: drops.result() };
+}
+
 export function preparePush(
   batch: Batch,
-  opts: { maxLineBytes: number; limits: LokiLimits; nowMs: number; linesTruncated: Counter },
+  opts: PrepareOptions,
   onDropped: DropListener | undefined,
 ): PreparedPush {
   // The pipeline's push view holds real entries only; the copy is for a caller that mixed in tokens.

@@ -13,14 +13,12 @@ import {
   type Sink,
 } from "../sink.ts";
 import { attribute, storedOf } from "./attribute.ts";
-import { preparePush } from "./prepare.ts";
-import type { PushDrops } from "../wire/drops.ts";
-import { LOKI_DEFAULT_LIMITS, type LokiLimits } from "./limits.ts";
+import { pushByStream, type DeliverContext, type PushShaping } from "./prepare.ts";
+import { LOKI_DEFAULT_LIMITS } from "./limits.ts";
 import { parseRefusals } from "./refusals.ts";
 import { authHeaders } from "../wire/auth.ts";
 import { guardStaticLabels, renderLabels } from "./labels.ts";
 import { deliverIsolating } from "../wire/isolate.ts";
-import { deliverPerStream } from "../wire/per-stream.ts";
 import { closePool, parsePushUrl, present } from "../wire/endpoint.ts";
 import { readTlsFiles } from "../../util/tls-files.ts";
 import { createLokiSinkMetrics, type LokiSinkMetrics } from "./metrics.ts";
@@ -48,30 +46,14 @@ export interface LokiSinkDeps {
   configKey?: string;
 }
 
-/**
- * Extra requests one batch may spend re-pushing what Loki's answer left open. Loki's own answers
- * are read per entry and need none; this bounds the bisection of unreadable ones (a proxy's page,
- * a 413): 32 requests isolate about two unnamed poison entries in a batch of 1000.
- */
-export const ISOLATION_BUDGET = 32;
-
-interface DeliverContext {
-  /** The batch was this one entry: a refusal of it is the pipeline's Permanent. */
-  readonly single: boolean;
-  readonly drops: PushDrops;
-  readonly budget: number;
-  readonly signal: AbortSignal | undefined;
-  readonly onLanded: LandListener | undefined;
-}
-
 function rejectionReason(status: number): string {
   return status === 413 ? "oversized_413" : "bad_request";
 }
 
 export class LokiSink implements Sink {
   readonly #format: WireFormat;
-  readonly #maxLineBytes: number;
-  readonly #limits: LokiLimits;
+  /** Its line cap and the Loki limits it checks before sending (loki/prepare.ts). */
+  readonly #shaping: PushShaping;
   readonly #service: LokiService;
   readonly #metrics: LokiSinkMetrics;
   readonly #logger: Logger;
@@ -97,10 +79,14 @@ export class LokiSink implements Sink {
           "(set compression: gzip or none to silence this)",
       );
     }
-    this.#maxLineBytes = settings.batch.max_line_bytes;
-    this.#limits = settings.limits ?? LOKI_DEFAULT_LIMITS;
     this.#clock = deps.clock ?? systemClock;
     this.#metrics = createLokiSinkMetrics(deps.meter ?? metrics.getMeter("sf2loki"));
+    this.#shaping = {
+      maxLineBytes: settings.batch.max_line_bytes,
+      limits: settings.limits ?? LOKI_DEFAULT_LIMITS,
+      clock: this.#clock,
+      linesTruncated: this.#metrics.linesTruncated,
+    };
     const tls = readTlsFiles(settings.tls, `${key}.tls`);
     this.#ownedPool = deps.dispatcher ? undefined : createLokiPool(url.origin, deps.deadlines, tls);
     this.#service = new LokiService({
@@ -124,7 +110,7 @@ export class LokiSink implements Sink {
       ? new LokiLookup({
           base: present(reconcile.query_url) ?? queryBaseOf(url.href),
           authHeaders: headers,
-          maxLineBytes: this.#maxLineBytes,
+          maxLineBytes: settings.batch.max_line_bytes,
           deadlines: deps.deadlines ?? LOKI_DEADLINES,
           tls,
         })
@@ -137,21 +123,9 @@ export class LokiSink implements Sink {
     onDropped?: DropListener,
     onLanded?: LandListener,
   ): Promise<PushResult> {
-    const { entries, send, drops } = preparePush(
-      batch,
-      {
-        maxLineBytes: this.#maxLineBytes,
-        limits: this.#limits,
-        nowMs: this.#clock.now(),
-        linesTruncated: this.#metrics.linesTruncated,
-      },
-      onDropped,
+    return pushByStream(batch, this.#shaping, { signal, onDropped, onLanded }, (stream, ctx) =>
+      this.#deliver(stream, ctx),
     );
-    if (send.length > 0) {
-      const ctx = { single: entries.length === 1, drops, budget: ISOLATION_BUDGET, signal, onLanded };
-      await deliverPerStream(send, ctx, (stream, c) => this.#deliver(stream, c));
-    }
-    return { dropped: drops.result() };
   }
 
   /**

@@ -16,17 +16,15 @@ import {
   type PushResult,
   type Sink,
 } from "../sink.ts";
-import { LOKI_DEFAULT_LIMITS, type LokiLimits } from "../loki/limits.ts";
+import { LOKI_DEFAULT_LIMITS } from "../loki/limits.ts";
 import { attribute, storedOf } from "../loki/attribute.ts";
-import { preparePush } from "../loki/prepare.ts";
+import { pushByStream, type DeliverContext, type PushShaping } from "../loki/prepare.ts";
 import { parseRefusals, type ParsedRefusals } from "../loki/refusals.ts";
 import { createLokiSinkMetrics, type LokiSinkMetrics } from "../loki/metrics.ts";
 import { authHeaders } from "../wire/auth.ts";
-import type { PushDrops } from "../wire/drops.ts";
 import { closePool, parsePushUrl, present } from "../wire/endpoint.ts";
 import { readTlsFiles, type TlsOptions } from "../../util/tls-files.ts";
 import { deliverIsolating } from "../wire/isolate.ts";
-import { deliverPerStream } from "../wire/per-stream.ts";
 import {
   DETAIL_MAX_BYTES,
   PUSH_DEADLINES,
@@ -55,9 +53,6 @@ export interface OtlpSinkDeps {
   /** Where its settings are in the config, for operator messages: `sink.otlp` or `orgs[<org>].sink.otlp`. */
   configKey?: string;
 }
-
-/** As the Loki sink: extra requests one batch may spend isolating records a 400 did not name. */
-export const ISOLATION_BUDGET = 32;
 
 /** A 400 from Loki names every refused record; 1 MiB holds several thousand. */
 const REJECTION_BODY_MAX_BYTES = 1_048_576;
@@ -171,17 +166,9 @@ function lookupOf(
   });
 }
 
-interface DeliverContext {
-  readonly single: boolean;
-  readonly drops: PushDrops;
-  readonly budget: number;
-  readonly signal: AbortSignal | undefined;
-  readonly onLanded: LandListener | undefined;
-}
-
 export class OtlpSink implements Sink {
-  readonly #maxLineBytes: number;
-  readonly #limits: LokiLimits;
+  /** Its line cap and the Loki limits it checks before sending (loki/prepare.ts). */
+  readonly #shaping: PushShaping;
   readonly #request: OtlpRequestSettings;
   readonly #service: PushService;
   readonly #metrics: LokiSinkMetrics;
@@ -201,11 +188,15 @@ export class OtlpSink implements Sink {
     const url = parsePushUrl(settings.url, key, "http://loki:3100/otlp/v1/logs");
     const headers = { ...extraHeaders(settings.headers, key), ...authHeaders(settings, key) };
     this.#logger = (deps.logger ?? silentLogger).child({ component: "otlp-sink" });
-    this.#maxLineBytes = settings.batch.max_line_bytes;
-    this.#limits = settings.limits ?? LOKI_DEFAULT_LIMITS;
     this.#request = { serviceName: settings.service_name, gzip: settings.compression === "gzip" };
     this.#clock = deps.clock ?? systemClock;
     this.#metrics = createLokiSinkMetrics(deps.meter ?? metrics.getMeter("sf2loki"));
+    this.#shaping = {
+      maxLineBytes: settings.batch.max_line_bytes,
+      limits: settings.limits ?? LOKI_DEFAULT_LIMITS,
+      clock: this.#clock,
+      linesTruncated: this.#metrics.linesTruncated,
+    };
     const tls = readTlsFiles(settings.tls, `${key}.tls`);
     this.#ownedPool = deps.dispatcher ? undefined : createPushPool(url.origin, deps.deadlines, tls);
     this.#pacer = tenantPacerFor(url, key, present(settings.tenant_id), {
@@ -236,28 +227,10 @@ export class OtlpSink implements Sink {
     onDropped?: DropListener,
     onLanded?: LandListener,
   ): Promise<PushResult> {
-    const { entries, send, drops } = preparePush(
-      batch,
-      {
-        maxLineBytes: this.#maxLineBytes,
-        limits: this.#limits,
-        nowMs: this.#clock.now(),
-        linesTruncated: this.#metrics.linesTruncated,
-      },
-      onDropped,
+    // One sf2loki stream per export: Loki answers a request for its last stream only (per-stream.ts).
+    return pushByStream(batch, this.#shaping, { signal, onDropped, onLanded }, (stream, ctx) =>
+      this.#deliver(stream, ctx),
     );
-    if (send.length > 0) {
-      const ctx: DeliverContext = {
-        single: entries.length === 1,
-        drops,
-        budget: ISOLATION_BUDGET,
-        signal,
-        onLanded,
-      };
-      // One sf2loki stream per export: Loki answers a request for its last stream only (per-stream.ts).
-      await deliverPerStream(send, ctx, (stream, c) => this.#deliver(stream, c));
-    }
-    return { dropped: drops.result() };
   }
 
   async #deliver(entries: readonly LogEntry[], ctx: DeliverContext): Promise<void> {

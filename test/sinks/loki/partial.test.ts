@@ -8,7 +8,8 @@ import { MeterProvider, MetricReader, type DataPoint } from "@opentelemetry/sdk-
 import { LogEntry } from "../../../src/model.ts";
 import { ManualClock } from "../../../src/util/clock.ts";
 import { silentLogger } from "../../../src/obs/logger.ts";
-import { createLokiSink, ISOLATION_BUDGET, type LokiSink } from "../../../src/sinks/loki/sink.ts";
+import { createLokiSink, type LokiSink } from "../../../src/sinks/loki/sink.ts";
+import { ISOLATION_BUDGET } from "../../../src/sinks/loki/prepare.ts";
 import { LOKI_DEFAULT_LIMITS } from "../../../src/sinks/loki/limits.ts";
 import type { DroppedEntries, Sink } from "../../../src/sinks/sink.ts";
 import { startLokiReceiver, type LokiReceiver, type LokiReceiverOptions } from "../../../src/sim/loki.ts";
