@@ -4,30 +4,13 @@
 // CHAOS_RUNS runs each. Every run must lose nothing, regress nothing, let no old term write into the
 // new one, never show two leaders, and end no process but the ones the test stops.
 import { test } from "node:test";
-import {
-  HaRig,
-  STALL_MS,
-  isolateLeader,
-  type IsolateHow,
-  type IsolateScope,
-  type PairingKind,
-} from "./ha-support.ts";
+import { HaRig, ISOLATION_CASES, STALL_MS, isolateLeader } from "./ha-support.ts";
 
 const RUNS = Number(process.env.CHAOS_RUNS ?? "1");
 
-const CASES: [PairingKind, IsolateHow, IsolateScope][] = [
-  ["s3_lease + s3", "refuse", "all"],
-  ["s3_lease + s3", "blackhole", "all"],
-  ["s3_lease + s3", "blackhole", "store"],
-  ["k8s_lease + gcs", "refuse", "all"],
-  ["k8s_lease + gcs", "blackhole", "all"],
-  ["k8s_lease + gcs", "blackhole", "store"],
-  ["file_lease + file", "pause", "all"],
-];
-
 let seed = 100;
 for (let run = 1; run <= RUNS; run++) {
-  for (const [kind, how, scope] of CASES) {
+  for (const [kind, how, scope] of ISOLATION_CASES) {
     const s = seed++;
     test(`run ${run}: ${kind}, ${how} of the leader's ${scope === "all" ? "lease and store" : "store only"}`, async (t) => {
       const rig = await HaRig.start(t, kind, { seed: s, eventsPerTopic: 5000 });

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs";
-import { createServer, request } from "node:http";
+import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -335,6 +335,22 @@ async function startForwarder(target: string, onAnswer: (a: Answer) => void): Pr
     up.on("error", () => res.destroy());
     req.pipe(up);
   });
+  return listenOnLoopback(server);
+}
+
+/** Every pairing and how its leader is cut off: at the wire, or (the file pairing) paused. */
+export const ISOLATION_CASES: readonly [PairingKind, IsolateHow, IsolateScope][] = [
+  ["s3_lease + s3", "refuse", "all"],
+  ["s3_lease + s3", "blackhole", "all"],
+  ["s3_lease + s3", "blackhole", "store"],
+  ["k8s_lease + gcs", "refuse", "all"],
+  ["k8s_lease + gcs", "blackhole", "all"],
+  ["k8s_lease + gcs", "blackhole", "store"],
+  ["file_lease + file", "pause", "all"],
+];
+
+/** A forwarder's server on 127.0.0.1, an OS-chosen port; close() drops its open connections too. */
+async function listenOnLoopback(server: Server): Promise<Forwarder> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
@@ -411,17 +427,7 @@ export async function startRealLokiForwarder(
       up.end(sent);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => {
-          resolve();
-        });
-      }),
-  };
+  return listenOnLoopback(server);
 }
 
 /**
