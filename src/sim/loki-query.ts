@@ -10,7 +10,16 @@ export interface QueryAnswer {
   body: string;
 }
 
-export function queryRange(store: AcceptedStore, tenant: string, params: URLSearchParams): QueryAnswer {
+/**
+ * `ingesterEdgeNs`: as a Loki querier, entries still in the ingester (not flushed) dated before this
+ * are not asked for (now - query_ingesters_within); undefined: every entry answers.
+ */
+export function queryRange(
+  store: AcceptedStore,
+  tenant: string,
+  params: URLSearchParams,
+  ingesterEdgeNs?: bigint,
+): QueryAnswer {
   let selector: Record<string, string>;
   try {
     selector = parseLabelSelector(params.get("query") ?? "");
@@ -26,6 +35,9 @@ export function queryRange(store: AcceptedStore, tenant: string, params: URLSear
   const hits = store
     .entries(selector)
     .filter((e) => !e.duplicate && e.tenant === tenant && e.timestampNs >= start && e.timestampNs < end)
+    .filter(
+      (e) => ingesterEdgeNs === undefined || e.seq < store.flushedBefore || e.timestampNs >= ingesterEdgeNs,
+    )
     .sort((a, b) => (a.timestampNs < b.timestampNs ? -1 : a.timestampNs > b.timestampNs ? 1 : 0))
     .slice(0, limit);
   const streams = new Map<string, { stream: Record<string, string>; values: unknown[] }>();

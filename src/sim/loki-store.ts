@@ -14,6 +14,8 @@ export interface AcceptedEntry {
   readonly tenant: string;
   /** True when Loki would have collapsed it into an earlier identical entry. */
   readonly duplicate: boolean;
+  /** Arrival order: entries before the store's `flushedBefore` were flushed out of the ingester. */
+  readonly seq: number;
 }
 
 export interface StreamSummary {
@@ -53,6 +55,8 @@ export class AcceptedStore {
   unique = 0;
   duplicates = 0;
   #accepted = 0;
+  /** Entries that arrived before this were flushed to the store by Loki's /flush (#35). */
+  flushedBefore = 0;
 
   /**
    * `trackNewest: false` lets a `counts` store skip each entry's timestamp (the out-of-order window is
@@ -97,7 +101,12 @@ export class AcceptedStore {
       this.#seen.add(identity);
       this.unique++;
     }
-    this.#all.push({ labels, timestampNs, line, metadata, tenant, duplicate });
+    this.#all.push({ labels, timestampNs, line, metadata, tenant, duplicate, seq: this.#all.length });
+  }
+
+  /** Loki's /flush: everything accepted so far is in the store, readable over any range. */
+  flush(): void {
+    this.flushedBefore = this.#all.length;
   }
 
   /** Every accepted entry in arrival order (duplicates included, flagged) whose labels include `matcher`. */
@@ -135,5 +144,6 @@ export class AcceptedStore {
     this.#accepted = 0;
     this.unique = 0;
     this.duplicates = 0;
+    this.flushedBefore = 0;
   }
 }

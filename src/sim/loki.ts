@@ -33,6 +33,11 @@ export interface LokiReceiverOptions {
   /** Per-stream out-of-order window; off by default, like current Loki. */
   outOfOrderWindowMs?: number;
   /**
+   * Loki's `querier.query_ingesters_within` in ms: an entry not flushed yet (POST /flush flushes all)
+   * dated further back than this answers no query. Default 0: every entry answers (#35).
+   */
+  ingestersWithinMs?: number;
+  /**
    * Loki's `reject_old_samples_max_age` in ms (Loki: 168h). Off by default here, because tests push
    * fixed instants; `sf2loki demo` turns on Loki's defaults.
    */
@@ -101,6 +106,8 @@ export interface LokiReceiver {
   readonly requests: readonly PushRecord[];
   /** Log queries answered (`query_range`), faulted ones included. */
   queries: number;
+  /** POST /flush calls answered. */
+  flushes: number;
   entries(matcher?: LabelMap): AcceptedEntry[];
   lines(matcher?: LabelMap): string[];
   countBy(key: (line: string, entry: AcceptedEntry) => string, matcher?: LabelMap): Map<string, number>;
@@ -150,6 +157,12 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
   const store = new AcceptedStore(opts.retain, { trackNewest: opts.outOfOrderWindowMs !== undefined });
   const faults = new LokiFaults();
   const requests: PushRecord[] = [];
+  const ingestersWithinMs = opts.ingestersWithinMs ?? 0;
+  /** What a querier does not ask the ingesters for: now - query_ingesters_within; undefined: none. */
+  const ingesterEdge = (): bigint | undefined =>
+    ingestersWithinMs === 0
+      ? undefined
+      : BigInt(Math.floor((opts.now ?? Date.now)() - ingestersWithinMs)) * 1_000_000n;
   const counts = { requests: 0, connections: 0, rejected: 0, forcedFailures: 0, rateLimited: 0 };
 
   const record = (r: PushRecord): void => {
@@ -237,12 +250,25 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
       const forced = faults.takeQueryFailure();
       const answer =
         forced === undefined
-          ? queryRange(store, tenantOf(req.headers), new URL(req.url ?? "/", url).searchParams)
+          ? queryRange(
+              store,
+              tenantOf(req.headers),
+              new URL(req.url ?? "/", url).searchParams,
+              ingesterEdge(),
+            )
           : { status: forced, body: `simulated query failure ${forced}\n` };
       if (answer.status === 200) send(res, 200, answer.body, {}, "application/json");
       else send(res, answer.status, answer.body);
     } else if (path === "/ready" && req.method === "GET") {
       send(res, 200, "ready\n");
+    } else if (path === "/config" && req.method === "GET") {
+      send(res, 200, `querier:\n  query_ingesters_within: ${ingestersWithinMs / 1000}s\n`, {}, "text/plain");
+    } else if (path === "/flush" && req.method === "POST") {
+      store.flush();
+      receiver.flushes++;
+      send(res, 204, "");
+    } else if (path === "/metrics" && req.method === "GET") {
+      send(res, 200, "loki_ingester_flush_queue_length 0\n");
     } else if (path === "/sim/loki/stats" && req.method === "GET") {
       const stats = { ...receiver.counts, streams: store.streams().length, held: faults.held };
       send(res, 200, JSON.stringify(stats), {}, "application/json");
@@ -283,12 +309,14 @@ export async function startLokiReceiver(opts: LokiReceiverOptions = {}): Promise
     },
     requests,
     queries: 0,
+    flushes: 0,
     entries: (matcher) => store.entries(matcher),
     lines: (matcher) => store.lines(matcher),
     countBy: (key, matcher) => store.countBy(key, matcher),
     streams: () => store.streams(),
     reset() {
       receiver.queries = 0;
+      receiver.flushes = 0;
       store.clear();
       faults.clear();
       requests.length = 0;
