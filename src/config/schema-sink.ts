@@ -1,6 +1,7 @@
 // `sink.loki:` — where the lines go and how they are batched (spec B §2, §4, §5.7, §9).
 import { z } from "zod";
 import { uncommittedProblem } from "../pipeline/settings.ts";
+import { parseDuration } from "./duration.ts";
 import {
   bool,
   duration,
@@ -135,6 +136,23 @@ const reconcile = section(
     clock_skew: duration(
       "5m",
       "How far Salesforce's clock may run ahead of this host's: an event dated later than a resume plus this cannot have been pushed before it and is not looked up.",
+    ),
+    ingesters_within: meta(
+      z
+        .string()
+        .default("auto")
+        .refine((v) => v === "auto" || parseDuration(v) !== undefined, {
+          error: "must be auto or a duration such as 3h",
+        }),
+      {
+        description:
+          "Loki's querier.query_ingesters_within: entries dated further back are invisible to a lookup until Loki flushes their chunk. auto reads it from the Loki's /config (3h when it does not answer); 0 = Loki asks its ingesters for every range.",
+        examples: ["auto", "12h"],
+      },
+    ),
+    flush_url: optStr(
+      "The ingester's /flush, which a resume may POST before looking up entries dated past ingesters_within, so they are read from the store: exact for a restart in the middle of an old backlog. Unset: such entries are pushed unchecked (said once per resume). Use only on a single-binary Loki, or one ingester, that you run.",
+      ["http://loki:3100/flush"],
     ),
   }),
   "Exactly once in Loki across restarts and failovers (docs/high-availability.md, docs/egress.md).",

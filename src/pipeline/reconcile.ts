@@ -9,12 +9,18 @@
 // resume plus the clock skew (nothing newer existed while the previous run ran). Past the window,
 // nothing is looked up and the steady state makes no query at all.
 //
+// Loki's own horizon (#35): its queriers ask the ingesters only for entries dated within
+// `query_ingesters_within` of now, so an entry dated further back that the previous run pushed is
+// invisible until Loki flushes its chunk. The resume learns that horizon from the lookup; where the
+// operator allows it, it flushes the ingester once before looking past it (then exact), else what it
+// could not see is pushed unchecked and counted, with one WARN per resume naming the window's age.
+//
 // Lookups never hold delivery hostage: when Loki's read path refuses, fails or times out, or the
 // resume's budget of queries and time is spent, the rest is pushed unchecked (at-least-once, as
 // before), with one WARN per resume and a metric.
 import type { LogEntry } from "../model.ts";
 import type { Logger } from "../obs/logger.ts";
-import { StoredLookupError, type StoredLookup } from "../sinks/sink.ts";
+import { StoredLookupError, type LookupHorizon, type StoredLookup } from "../sinks/sink.ts";
 import type { Clock } from "../util/clock.ts";
 import { describeError } from "../errors.ts";
 import type { PendingBatch } from "./batch.ts";
@@ -60,7 +66,21 @@ export interface ResumeReport {
   entries_skipped: number;
   queries: number;
   seconds: number;
+  /** Loki's ingester horizon this resume looked up within (seconds), once known; absent: none. */
+  horizon_s?: number;
+  /** Whether this resume flushed Loki's ingester before looking past the horizon. */
+  flushed?: boolean;
+  /** Entries dated past the horizon that no lookup could confirm, pushed unchecked. */
+  entries_unverified: number;
+  /** Age, at its lookup, of the oldest of those (seconds). */
+  oldest_unverified_age_s?: number;
 }
+
+/**
+ * Entries dated within this much of the horizon count as past it: the lookup and Loki's own clock
+ * need a moment, and an entry on the edge is better flushed than missed.
+ */
+const HORIZON_MARGIN_MS = 60_000;
 
 export interface ReconcilerDeps {
   /** The route's lookup; none (a sink that cannot answer): the resume is off. */
@@ -82,6 +102,11 @@ export class Reconciler {
   readonly #seen = new Map<string, number>();
   #counted = false;
   #spentMs = 0;
+  /** Loki's horizon, asked at the first lookup of the resume. */
+  #horizon: LookupHorizon | undefined;
+  #flushed = false;
+  #flushing: Promise<boolean> | undefined;
+  #warnedUnverified = false;
 
   constructor(deps: ReconcilerDeps) {
     this.#deps = deps;
@@ -96,6 +121,7 @@ export class Reconciler {
       entries_skipped: 0,
       queries: 0,
       seconds: 0,
+      entries_unverified: 0,
     };
     if (off !== undefined) this.#countResume("off", off);
   }
@@ -139,14 +165,93 @@ export class Reconciler {
       this.#degrade("budget", undefined);
       return;
     }
+    const blind = await this.#pastHorizon(lookup!, lookups, signal);
     const stored = await this.#ask(lookup!, lookups, signal);
     if (stored === undefined) return;
     this.#report.entries_checked += lookups.length;
     if (!this.#counted) this.#countResume("checked", undefined);
+    if (blind.length > 0 && !this.#flushed) this.#unverified(blind, stored);
     if (stored.size === 0) return;
     batch.skip(stored);
     this.#report.entries_skipped += stored.size;
     this.#deps.metrics.skipped.add(stored.size, { reason: "resume" });
+  }
+
+  /**
+   * Of `lookups`, those dated past Loki's ingester horizon, which a lookup may not see. The first time
+   * there are any, the ingester is flushed if the operator allows it, so that from then on it does.
+   */
+  async #pastHorizon(lookup: StoredLookup, lookups: LogEntry[], signal: AbortSignal): Promise<LogEntry[]> {
+    if (lookup.horizon === undefined) return [];
+    this.#horizon ??= await lookup.horizon(signal);
+    const ms = this.#horizon.ms;
+    if (ms === undefined) return [];
+    this.#report.horizon_s = ms / 1000;
+    const edge = BigInt(Math.floor(this.#deps.clock.now() - ms + HORIZON_MARGIN_MS)) * 1_000_000n;
+    const blind = lookups.filter((e) => e.timestampNs < edge);
+    if (blind.length === 0 || lookup.flush === undefined) return blind;
+    // Batches in flight together ask at once: one flush serves them all.
+    this.#flushing ??= this.#flush(lookup.flush.bind(lookup), signal);
+    await this.#flushing;
+    return blind;
+  }
+
+  /** Flushes Loki's ingester once per resume; false (and a WARN) when it could not. */
+  async #flush(flush: (signal: AbortSignal) => Promise<void>, signal: AbortSignal): Promise<boolean> {
+    try {
+      await flush(signal);
+      this.#flushed = true;
+      this.#report.flushed = true;
+      this.#deps.metrics.flushes.add(1, { outcome: "flushed" });
+      return true;
+    } catch (err) {
+      if (isAborted(signal)) throw err;
+      this.#deps.metrics.flushes.add(1, { outcome: "failed" });
+      this.#deps.logger.warn(
+        { err: describeError(err) },
+        "Reconcile on resume could not flush Loki's ingester (sink.loki.reconcile.flush_url); entries " +
+          "dated past its horizon are looked up without it: check the URL reaches the ingester's /flush",
+      );
+      return false;
+    }
+  }
+
+  /** Past the horizon and not found: pushed unchecked. Counted, and said once per resume. */
+  #unverified(blind: readonly LogEntry[], stored: ReadonlySet<LogEntry>): void {
+    let n = 0;
+    let oldest: bigint | undefined;
+    for (const e of blind) {
+      if (stored.has(e)) continue;
+      n++;
+      if (oldest === undefined || e.timestampNs < oldest) oldest = e.timestampNs;
+    }
+    if (n === 0 || oldest === undefined) return;
+    const ageS = Math.max(0, Math.round((this.#deps.clock.now() - Number(oldest / 1_000_000n)) / 1000));
+    const report = this.#report;
+    report.entries_unverified += n;
+    report.oldest_unverified_age_s = Math.max(report.oldest_unverified_age_s ?? 0, ageS);
+    this.#deps.metrics.unverified.add(n, { reason: "ingester_horizon" });
+    this.#deps.metrics.windowAge.record(report.oldest_unverified_age_s);
+    if (this.#warnedUnverified) return;
+    this.#warnedUnverified = true;
+    const horizon = this.#horizon!;
+    const hours = (s: number): string => `${(s / 3600).toFixed(1)} h`;
+    this.#deps.logger.warn(
+      {
+        entries_unverified: n,
+        oldest_age_s: ageS,
+        horizon_s: (horizon.ms ?? 0) / 1000,
+        horizon_source: horizon.source,
+        ...(horizon.why === undefined ? {} : { horizon_why: horizon.why }),
+      },
+      `Reconcile on resume cannot see entries dated ${hours(ageS)} back: Loki's queriers ask its ` +
+        `ingesters only within ${hours((horizon.ms ?? 0) / 1000)} (query_ingesters_within, ` +
+        `${horizon.source === "config" ? "read from its /config" : horizon.source === "setting" ? "sink.loki.reconcile.ingesters_within" : "Loki's default: its /config did not answer"}), ` +
+        `so entries the previous run may have pushed that far back are pushed unchecked and a LogQL ` +
+        `metric query may count a re-sent one twice (Loki drops most identical re-sends itself). For ` +
+        `exactness, set sink.loki.reconcile.flush_url to the ingester's /flush (a Loki you run), or raise ` +
+        `Loki's query_ingesters_within above the oldest backlog you replay`,
+    );
   }
 
   /**

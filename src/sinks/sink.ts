@@ -84,6 +84,26 @@ export interface StoredLookup {
    * when the read path cannot answer; the caller then pushes them anyway (at-least-once).
    */
   stored(entries: readonly LogEntry[], signal: AbortSignal): Promise<StoredAnswer>;
+  /**
+   * How far back `stored` can see entries Loki has not flushed yet (a Loki querier asks its ingesters
+   * only within `query_ingesters_within`). Absent: no such horizon.
+   */
+  horizon?(signal: AbortSignal): Promise<LookupHorizon>;
+  /**
+   * Present only when the operator allows it (`sink.loki.reconcile.flush_url`): flushes Loki's
+   * ingester, so that entries past the horizon are visible to `stored` from then on.
+   */
+  flush?(signal: AbortSignal): Promise<void>;
+}
+
+/** How far back a lookup sees unflushed entries, and where that was learnt. */
+export interface LookupHorizon {
+  /** Entries dated more than this many ms before now may be invisible; undefined: none are. */
+  readonly ms: number | undefined;
+  /** `config` (read from Loki's /config), `setting` (configured) or `assumed` (Loki's default). */
+  readonly source: "config" | "setting" | "assumed";
+  /** Why it was assumed. */
+  readonly why?: string;
 }
 
 /** The read path did not answer; `reason` is low-cardinality (`refused`, `unreachable`, `timeout`, `unreadable`). */

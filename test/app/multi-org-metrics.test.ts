@@ -54,6 +54,9 @@ const PROCESS_WIDE = new Set([
   "sf2loki_reconcile_queries_total",
   "sf2loki_reconcile_resumes_total",
   "sf2loki_reconcile_seconds_total",
+  "sf2loki_reconcile_entries_unverified_total",
+  "sf2loki_reconcile_unverified_age_seconds",
+  "sf2loki_reconcile_flushes_total",
 ]);
 
 interface Series {

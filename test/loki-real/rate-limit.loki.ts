@@ -14,7 +14,7 @@ import type { Sink } from "../../src/sinks/sink.ts";
 import { lokiBytesOf } from "../../src/sinks/loki/tenant-pacer.ts";
 import { MemoryStore, ScriptedSource } from "../support/fakes.ts";
 import { otlpSinkTo } from "./support/otlp-sink.ts";
-import { nowNs, realLokiForFile } from "./support/real-loki.ts";
+import { nowNs, protobufSinkSettings, realLokiForFile } from "./support/real-loki.ts";
 
 const shared = realLokiForFile();
 const missing = shared.missing;
@@ -27,17 +27,7 @@ type Wire = "loki" | "otlp";
 /** A sink of `wire` into the shared Loki as `tenant`, logging to `logger`. */
 function sinkOf(wire: Wire, tenant: string, logger: Logger): Sink & { close(): Promise<void> } {
   if (wire === "loki") {
-    return createLokiSink(
-      {
-        url: shared.loki.pushUrl,
-        tenant_id: tenant,
-        encoding: "protobuf",
-        compression: "snappy",
-        labels: {},
-        batch: { max_line_bytes: 262_144 },
-      },
-      { logger },
-    );
+    return createLokiSink(protobufSinkSettings(shared.loki.pushUrl, tenant), { logger });
   }
   return otlpSinkTo(shared.loki.url, tenant, {}, { logger });
 }

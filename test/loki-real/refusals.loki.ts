@@ -13,7 +13,7 @@ import { LOKI_DEFAULT_LIMITS, type LokiLimits } from "../../src/sinks/loki/limit
 import { createLokiSink } from "../../src/sinks/loki/sink.ts";
 import { MemoryStore, ScriptedSource } from "../support/fakes.ts";
 import { faultProxy } from "./support/fault-proxy.ts";
-import { nowNs, realLokiForFile, type TenantLimits } from "./support/real-loki.ts";
+import { nowNs, protobufSinkSettings, realLokiForFile, type TenantLimits } from "./support/real-loki.ts";
 
 const shared = realLokiForFile();
 const VALID = 80;
@@ -147,17 +147,13 @@ test(
           });
         });
         const proxy = await faultProxy(t, loki.url);
-        const sink = createLokiSink({
-          url: `${proxy.url}/loki/api/v1/push`,
-          tenant_id: tenant,
-          encoding: "protobuf",
-          compression: "snappy",
-          labels: {},
-          batch: { max_line_bytes: 262_144 },
-          limits: local
-            ? { ...LOKI_DEFAULT_LIMITS, ...kind.local }
-            : { ...LOKI_DEFAULT_LIMITS, enabled: false },
-        });
+        const sink = createLokiSink(
+          protobufSinkSettings(`${proxy.url}/loki/api/v1/push`, tenant, {
+            limits: local
+              ? { ...LOKI_DEFAULT_LIMITS, ...kind.local }
+              : { ...LOKI_DEFAULT_LIMITS, enabled: false },
+          }),
+        );
         t.after(() => sink.close());
         const kept: DeadLetterGroup[] = [];
         const store = new MemoryStore();
@@ -240,15 +236,9 @@ test(
     });
     assert.equal(pair.status, 204, "Loki 3.4.6 answers for the request's last stream only");
 
-    const sink = createLokiSink({
-      url: loki.pushUrl,
-      tenant_id: tenant,
-      encoding: "protobuf",
-      compression: "snappy",
-      labels: {},
-      batch: { max_line_bytes: 262_144 },
-      limits: { ...LOKI_DEFAULT_LIMITS, enabled: false },
-    });
+    const sink = createLokiSink(
+      protobufSinkSettings(loki.pushUrl, tenant, { limits: { ...LOKI_DEFAULT_LIMITS, enabled: false } }),
+    );
     t.after(() => sink.close());
     const mk = (labels: Labels, ts: bigint, i: number): LogEntry =>
       new LogEntry({

@@ -51,15 +51,25 @@ interface World {
   pipeline(items: LogEntry[], store: MemoryStore, batch?: Partial<BatchSettings>): Pipeline;
 }
 
-async function world(t: TestContext, reconcile = true): Promise<World> {
+/** A Loki whose queriers ask the ingesters only within `ingestersWithinMs`, and whether to flush it. */
+interface HorizonCase {
+  ingestersWithinMs?: number;
+  flush?: boolean;
+}
+
+async function world(t: TestContext, reconcile = true, horizon: HorizonCase = {}): Promise<World> {
   const clock = new ManualClock({ startMs: NOW_MS, auto: true });
   // Loki's ingester with its default max_chunk_age (2h): a stream takes an entry at most 1 h behind.
-  const receiver = await startLokiReceiver({ now: () => clock.now(), outOfOrderWindowMs: HOUR_MS });
+  const receiver = await startLokiReceiver({
+    now: () => clock.now(),
+    outOfOrderWindowMs: HOUR_MS,
+    ...(horizon.ingestersWithinMs === undefined ? {} : { ingestersWithinMs: horizon.ingestersWithinMs }),
+  });
   t.after(() => receiver.stop());
   const sink = createLokiSink(
     settings(receiver.pushUrl, {
       limits: { ...LOKI_DEFAULT_LIMITS, enabled: false },
-      reconcile: { enabled: reconcile },
+      reconcile: { enabled: reconcile, ...(horizon.flush ? { flush_url: `${receiver.url}/flush` } : {}) },
     }),
     { clock },
   );
@@ -201,6 +211,70 @@ test("Loki's read path down: delivery goes on at-least-once, one WARN, the resum
     { state: "degraded", reason: "unavailable" },
   );
   assert.equal(store.doc.get(KEY), String(n));
+});
+
+/** `n` events one a second, the newest `hoursBack` hours before NOW. */
+function backlog(n: number, hoursBack: number): LogEntry[] {
+  return Array.from({ length: n }, (_, i) => sparse(i, n, 1000)).map(
+    (e, i) =>
+      new LogEntry({
+        timestampNs: e.timestampNs - BigInt(hoursBack * HOUR_MS) * MS,
+        labels: e.labels,
+        line: e.line,
+        checkpoint: { key: KEY, value: String(i + 1) },
+      }),
+  );
+}
+
+test("a resume past Loki's ingester horizon: nothing lost, what no lookup could see counted, one WARN saying what to set", async (t) => {
+  const w = await world(t, true, { ingestersWithinMs: 3 * HOUR_MS });
+  const items = backlog(500, 4); // dated 4 h 8 min to 4 h back: past the 3 h horizon
+  await w.sink.push(items.slice(0, 150)); // the previous run's, unflushed in the ingester
+  const pipeline = w.pipeline(items, new MemoryStore());
+  await pipeline.run(new AbortController().signal);
+  const stored = new Set(w.receiver.lines({ event_type: "LoginEventStream" }));
+  assert.equal(items.filter((e) => !stored.has(e.line)).length, 0, "nothing lost");
+  // The simulated Loki keeps every re-send (the real one drops most of them itself).
+  assert.equal(w.receiver.counts.duplicates, 150, "the lookups could not see the previous run's pushes");
+  assert.equal(w.receiver.flushes, 0);
+  assert.equal(await w.metric("sf2loki_reconcile_entries_unverified", { reason: "ingester_horizon" }), 500);
+  const resume = pipeline.status().resumes[""]!;
+  assert.deepEqual(
+    { horizon_s: resume.horizon_s, unverified: resume.entries_unverified, flushed: resume.flushed },
+    { horizon_s: 10_800, unverified: 500, flushed: undefined },
+  );
+  assert.ok(resume.oldest_unverified_age_s! >= 4 * 3600, `${resume.oldest_unverified_age_s}`);
+  const warns = w.logs.filter((l) => l.level === 40 && l.msg.startsWith("Reconcile on resume cannot see"));
+  assert.equal(warns.length, 1, "said once per resume");
+  assert.match(warns[0]!.msg, /4\.\d h back/);
+  assert.match(warns[0]!.msg, /3\.0 h \(query_ingesters_within, read from its \/config\)/);
+  assert.match(warns[0]!.msg, /sink\.loki\.reconcile\.flush_url/);
+});
+
+test("with flush_url: a resume past the horizon flushes the ingester once, then skips what the previous run pushed", async (t) => {
+  const w = await world(t, true, { ingestersWithinMs: 3 * HOUR_MS, flush: true });
+  const items = backlog(500, 4);
+  await w.sink.push(items.slice(0, 150));
+  const pipeline = w.pipeline(items, new MemoryStore());
+  await pipeline.run(new AbortController().signal);
+  assert.equal(w.receiver.counts.duplicates, 0, "no copy");
+  assert.equal(w.receiver.counts.unique, 500);
+  assert.equal(w.receiver.flushes, 1, "one flush per resume");
+  assert.equal(await w.metric("sf2loki_reconcile_entries_skipped", { reason: "resume" }), 150);
+  assert.equal(await w.metric("sf2loki_reconcile_entries_unverified", { reason: "ingester_horizon" }), 0);
+  assert.equal(await w.metric("sf2loki_reconcile_flushes", { outcome: "flushed" }), 1);
+  assert.equal(pipeline.status().resumes[""]?.flushed, true);
+  assert.equal(w.logs.filter((l) => l.level === 40).length, 0, "nothing to warn about");
+});
+
+test("a resume inside the horizon neither flushes nor counts anything unverified", async (t) => {
+  const w = await world(t, true, { ingestersWithinMs: 3 * HOUR_MS, flush: true });
+  const items = backlog(500, 1);
+  await w.sink.push(items.slice(0, 150));
+  await w.pipeline(items, new MemoryStore()).run(new AbortController().signal);
+  assert.equal(w.receiver.counts.duplicates, 0);
+  assert.equal(w.receiver.flushes, 0);
+  assert.equal(await w.metric("sf2loki_reconcile_entries_unverified", { reason: "ingester_horizon" }), 0);
 });
 
 test("reconcile off: no lookup, the resume counted off", async (t) => {

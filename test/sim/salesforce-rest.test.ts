@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { describe, it } from "node:test";
 import { request } from "undici";
 import { createSimRest, sfDatetime, simId, startSimRest } from "../../src/sim/salesforce-rest/index.ts";
 import { matches, orderRecords, parseSoql } from "../../src/sim/salesforce-rest/soql.ts";
 import { ManualClock } from "../../src/util/clock.ts";
+import { listenLoopback } from "../support/loopback.ts";
 
 const where = (soql: string) => parseSoql(`SELECT Id FROM X WHERE ${soql}`).where!;
 
@@ -123,16 +123,7 @@ describe("simulated org: HTTP surface", () => {
         res.end();
       }
     });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    t.after(
-      () =>
-        new Promise<void>((resolve) => {
-          server.close(() => {
-            resolve();
-          });
-        }),
-    );
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const base = await listenLoopback(t, server);
     assert.equal((await request(`${base}/services/oauth2/token`)).statusCode, 418);
     const unauth = await request(`${base}/services/data/v60.0/limits`);
     assert.equal(unauth.statusCode, 401);

@@ -7,10 +7,13 @@
 import { isClosed, type Dispatcher } from "../../util/http-dispatchers.ts";
 import { originDispatcher } from "../../util/routed-dispatchers.ts";
 import type { TlsOptions } from "../../util/tls-files.ts";
+import { parseDuration } from "../../config/duration.ts";
 import { describeError } from "../../errors.ts";
 import type { Labels, LogEntry } from "../../model.ts";
-import { StoredLookupError, type StoredAnswer, type StoredLookup } from "../sink.ts";
+import { systemClock, type Clock } from "../../util/clock.ts";
+import { StoredLookupError, type LookupHorizon, type StoredAnswer, type StoredLookup } from "../sink.ts";
 import { truncateLine } from "../wire/line-cap.ts";
+import { HorizonReader } from "./ingester-horizon.ts";
 import { groupStreams, type StreamGroup } from "./streams.ts";
 import type { LokiDeadlines } from "./service.ts";
 
@@ -51,6 +54,29 @@ export interface LokiLookupOptions {
    * pushed labels themselves. The OTLP sink's records carry other labels in Loki (otlp/mapping.ts).
    */
   queryOf?: (labels: Labels) => StreamQuery;
+  /** `reconcile.ingesters_within`: `auto` (read Loki's /config, the default) or ms (0: no horizon). */
+  ingestersWithin?: "auto" | number;
+  /** `reconcile.flush_url`: the ingester's /flush, called before looking past the horizon; unset: never. */
+  flushUrl?: string | undefined;
+  clock?: Clock;
+}
+
+/** `sink.loki.reconcile` as a sink reads it: whether, where and how far back it looks up. */
+export interface LookupSettings {
+  enabled: boolean;
+  query_url?: string | null | undefined;
+  /** `auto` or a duration (parsed by the config). */
+  ingesters_within?: string | undefined;
+  flush_url?: string | null | undefined;
+}
+
+/** The lookup options `reconcile.ingesters_within` and `reconcile.flush_url` set. */
+export function lookupHorizonOf(r: LookupSettings): Pick<LokiLookupOptions, "ingestersWithin" | "flushUrl"> {
+  const within = r.ingesters_within ?? "auto";
+  return {
+    ingestersWithin: within === "auto" ? "auto" : (parseDuration(within) ?? "auto"),
+    flushUrl: r.flush_url ?? undefined,
+  };
 }
 
 /** A LogQL log query for one stream's entries, and the stream labels its answers must carry. */
@@ -69,11 +95,31 @@ interface QueryData {
 export class LokiLookup implements StoredLookup {
   readonly #opts: LokiLookupOptions;
   readonly #base: URL;
+  readonly #horizon: HorizonReader;
   #pool: Dispatcher | undefined;
+  /** The flush URL's own connections, when it is not the query API's origin. */
+  #flushPool: Dispatcher | undefined;
+  readonly flush: ((signal: AbortSignal) => Promise<void>) | undefined;
 
   constructor(opts: LokiLookupOptions) {
     this.#opts = opts;
     this.#base = new URL(opts.base);
+    const flushUrl = opts.flushUrl === undefined || opts.flushUrl === "" ? undefined : new URL(opts.flushUrl);
+    this.#horizon = new HorizonReader({
+      setting: opts.ingestersWithin ?? "auto",
+      base: this.#base,
+      authHeaders: opts.authHeaders,
+      responseMs: opts.deadlines.responseMs,
+      flushUrl,
+      clock: opts.clock ?? systemClock,
+      dispatcherFor: (origin) =>
+        origin === this.#base.origin ? this.#dispatcher() : this.#flushDispatcher(origin),
+    });
+    this.flush = flushUrl === undefined ? undefined : (signal) => this.#horizon.flush(signal);
+  }
+
+  horizon(signal: AbortSignal): Promise<LookupHorizon> {
+    return this.#horizon.horizon(signal);
   }
 
   async stored(entries: readonly LogEntry[], signal: AbortSignal): Promise<StoredAnswer> {
@@ -91,9 +137,9 @@ export class LokiLookup implements StoredLookup {
   }
 
   async close(): Promise<void> {
-    const pool = this.#pool;
-    this.#pool = undefined;
-    if (pool && !isClosed(pool)) await pool.destroy();
+    const pools = [this.#pool, this.#flushPool];
+    this.#pool = this.#flushPool = undefined;
+    for (const pool of pools) if (pool && !isClosed(pool)) await pool.destroy();
   }
 
   /** Adds the entries of one stream that Loki holds to `stored`. */
@@ -204,6 +250,15 @@ export class LokiLookup implements StoredLookup {
       tls: this.#opts.tls,
     });
     return this.#pool;
+  }
+
+  #flushDispatcher(origin: string): Dispatcher {
+    this.#flushPool ??= originDispatcher(origin, {
+      connectMs: this.#opts.deadlines.connectMs,
+      keepAliveMs: 30_000,
+      tls: this.#opts.tls,
+    });
+    return this.#flushPool;
   }
 
   #failure(reason: string, what: string, queries: number, cause?: unknown): StoredLookupError {

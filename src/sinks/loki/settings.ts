@@ -2,6 +2,7 @@
 // The zod schema owns defaults and coercion; this file owns what the sink itself must reject.
 import type { TlsFiles } from "../../util/tls-files.ts";
 import type { LokiLimits } from "./limits.ts";
+import type { LookupSettings } from "./lookup.ts";
 
 export interface LokiSinkSettings {
   /** Full push URL, e.g. `https://logs-prod-xx.grafana.net/loki/api/v1/push`. */
@@ -20,7 +21,7 @@ export interface LokiSinkSettings {
   /** Loki's `limits_config` as the operator runs it; absent means Loki's defaults. */
   limits?: LokiLimits;
   /** `sink.loki.reconcile`: whether (and where) the sink answers lookups of what Loki holds. */
-  reconcile?: { enabled: boolean; query_url?: string | null | undefined };
+  reconcile?: LookupSettings;
   /** `sink.loki.tls`: a CA bundle and client certificate for the push and the query API. */
   tls?: TlsFiles;
 }

@@ -30,7 +30,7 @@ import {
   LOKI_DEADLINES,
   type LokiDeadlines,
 } from "./service.ts";
-import { LokiLookup, queryBaseOf } from "./lookup.ts";
+import { LokiLookup, lookupHorizonOf, queryBaseOf } from "./lookup.ts";
 import { tenantPacerFor, type TenantPacer } from "./tenant-pacer.ts";
 import { wireFormatOf, type LokiSinkSettings, type WireFormat } from "./settings.ts";
 
@@ -113,6 +113,7 @@ export class LokiSink implements Sink {
           maxLineBytes: settings.batch.max_line_bytes,
           deadlines: deps.deadlines ?? LOKI_DEADLINES,
           tls,
+          ...lookupHorizonOf(reconcile),
         })
       : undefined;
   }

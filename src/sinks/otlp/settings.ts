@@ -1,6 +1,7 @@
 // The OTLP sink's slice of the config: the transport from `sink.otlp` (or an org's own
 // `orgs[].sink.otlp`), and what shapes a batch from `sink.loki` (line cap, Loki's limits).
 import type { LokiLimits } from "../loki/limits.ts";
+import type { LookupSettings } from "../loki/lookup.ts";
 import type { TlsFiles } from "../../util/tls-files.ts";
 import type { AuthSettings } from "../wire/auth.ts";
 
@@ -19,7 +20,7 @@ export interface OtlpSinkSettings extends AuthSettings {
    * `sink.loki.reconcile`: look up what a Loki holds before re-sending. Used when the URL is Loki's
    * `…/otlp/v1/logs` (its query API is beside it) or `query_url` names the query API.
    */
-  reconcile?: { enabled: boolean; query_url?: string | null | undefined };
+  reconcile?: LookupSettings;
   /** `sink.otlp.tls`: a CA bundle and client certificate for the receiver. */
   tls?: TlsFiles;
 }

@@ -36,7 +36,7 @@ import {
 } from "../wire/push-service.ts";
 import { readFailureMessage, readPartialSuccess } from "./answer.ts";
 import { STREAM_ATTRIBUTE, STREAM_LABEL, lokiIndexLabels, lokiQueryOf } from "./mapping.ts";
-import { LokiLookup } from "../loki/lookup.ts";
+import { LokiLookup, lookupHorizonOf } from "../loki/lookup.ts";
 import { LokiRateLimitedError, parseRateLimited } from "../loki/rate-limited.ts";
 import { tenantPacerFor, type TenantPacer } from "../loki/tenant-pacer.ts";
 import { renderLabels } from "../loki/labels.ts";
@@ -163,6 +163,7 @@ function lookupOf(
     deadlines,
     queryOf: (labels) => lokiQueryOf(labels, settings.service_name),
     tls,
+    ...lookupHorizonOf(reconcile),
   });
 }
 

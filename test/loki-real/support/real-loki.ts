@@ -11,6 +11,7 @@ import { join, resolve } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { promisify } from "node:util";
 import { stringify } from "yaml";
+import type { LokiSinkSettings } from "../../../src/sinks/loki/settings.ts";
 
 const run = promisify(execFile);
 const REPO = resolve(new URL("../../..", import.meta.url).pathname);
@@ -216,6 +217,23 @@ export class LokiReader {
     return data.result.map((r) => ({ metric: r.metric, value: Number(r.value[1]) }));
   }
 
+  /** A metric range query over [start, end] every `stepS` seconds: each series' labels and points. */
+  async matrix(
+    query: string,
+    startNs: bigint,
+    endNs: bigint,
+    stepS: number,
+  ): Promise<{ metric: Record<string, string>; values: [number, number][] }[]> {
+    const data = (await this.#get("/loki/api/v1/query_range", {
+      query,
+      start: String(startNs),
+      end: String(endNs),
+      step: String(stepS),
+    })) as { resultType: string; result: { metric: Record<string, string>; values: [number, string][] }[] };
+    if (data.resultType !== "matrix") throw new Error(`${query} gave a ${data.resultType}, not a matrix`);
+    return data.result.map((r) => ({ metric: r.metric, values: r.values.map(([t, v]) => [t, Number(v)]) }));
+  }
+
   /** Label sets of the streams matching `selector` in [start, end). */
   async series(selector: string, startNs: bigint, endNs: bigint): Promise<Record<string, string>[]> {
     return (await this.#get("/loki/api/v1/series", {
@@ -228,3 +246,23 @@ export class LokiReader {
 
 /** Nanoseconds since the epoch, now. */
 export const nowNs = (): bigint => BigInt(Date.now()) * 1_000_000n;
+
+/**
+ * The settings every real-Loki case starts from: protobuf + snappy to `pushUrl` as `tenant`, no static
+ * labels, the default line cap; `extra` adds what the case is about (reconcile, limits).
+ */
+export function protobufSinkSettings(
+  pushUrl: string,
+  tenant: string,
+  extra: Partial<LokiSinkSettings> = {},
+): LokiSinkSettings {
+  return {
+    url: pushUrl,
+    tenant_id: tenant,
+    encoding: "protobuf",
+    compression: "snappy",
+    labels: {},
+    batch: { max_line_bytes: 262_144 },
+    ...extra,
+  };
+}
