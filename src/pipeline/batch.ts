@@ -1,6 +1,6 @@
 // One flushed batch on its way to the sink and the store (spec B §1.3, §2.7, §2.8).
 import type { LogEntry } from "../model.ts";
-import type { StreamSpans } from "./stream-window.ts";
+import type { StreamSpans } from "./stream-spans.ts";
 
 export type BatchState = "pushing" | "ready" | "abandoned";
 

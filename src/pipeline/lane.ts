@@ -13,7 +13,8 @@ import type { IngestTally } from "./ingest-tally.ts";
 import { END_OF_STREAM, LaneQueue } from "./lane-queue.ts";
 import { pushBatch, type PushDeps, type PushOutcome } from "./push.ts";
 import type { Reconciler } from "./reconcile.ts";
-import { StreamWindow, streamSpans } from "./stream-window.ts";
+import { streamSpans } from "./stream-spans.ts";
+import { StreamWindow } from "./stream-window.ts";
 import { ignore } from "./abort.ts";
 
 export interface LaneDeps {

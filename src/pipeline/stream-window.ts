@@ -9,57 +9,7 @@
 // oldest entry that an earlier, unanswered batch holds of that stream. Whatever of a stream Loki has
 // not stored is then always inside the window of everything it has stored. A batch abandoned by a
 // stopping run is re-sent by the next one, so it holds back the rest of this run for good.
-import type { Labels, LogEntry } from "../model.ts";
 import type { PendingBatch } from "./batch.ts";
-
-export interface Span {
-  min: bigint;
-  max: bigint;
-}
-
-/** By stream (its exact label set): the oldest and newest timestamp a batch holds of it. */
-export type StreamSpans = Map<string, Span>;
-
-/** Order-independent and injective: sorted names, each name and value length-prefixed. */
-function streamKey(labels: Labels): string {
-  const names = Object.keys(labels).sort();
-  let key = "";
-  for (const k of names) {
-    const v = labels[k]!;
-    key += `${k.length}:${k}${v.length}:${v}`;
-  }
-  return key;
-}
-
-/**
- * The spans of a batch's real entries. Entries of a run share one labels object (the producer
- * merges static labels once per run), so a key is built once per distinct object, not per entry.
- */
-export function streamSpans(entries: readonly LogEntry[]): StreamSpans {
-  const spans: StreamSpans = new Map();
-  const keys = new Map<Labels, Span>();
-  let lastLabels: Labels | undefined;
-  let span: Span | undefined;
-  for (const e of entries) {
-    if (e.labels !== lastLabels) {
-      lastLabels = e.labels;
-      span = keys.get(e.labels);
-      if (!span) {
-        const key = streamKey(e.labels);
-        span = spans.get(key);
-        if (!span) {
-          span = { min: e.timestampNs, max: e.timestampNs };
-          spans.set(key, span);
-        }
-        keys.set(e.labels, span);
-      }
-    }
-    const ts = e.timestampNs;
-    if (ts < span!.min) span!.min = ts;
-    else if (ts > span!.max) span!.max = ts;
-  }
-  return spans;
-}
 
 export type WindowVerdict = "clear" | "wait" | "abandon";
 
