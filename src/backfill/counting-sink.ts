@@ -5,6 +5,7 @@ import {
   type DropListener,
   type LandListener,
   type PushResult,
+  type RequestSlots,
   type Sink,
 } from "../sinks/sink.ts";
 import type { Batch, LogEntry } from "../model.ts";
@@ -24,6 +25,7 @@ export class CountingSink implements Sink {
     signal?: AbortSignal,
     onDropped?: DropListener,
     onLanded?: LandListener,
+    slots?: RequestSlots,
   ): Promise<PushResult> {
     const real = batch.filter((e) => !e.checkpointOnly);
     // Parts told landed are counted when told (a retry will not carry them), and not again below.
@@ -38,7 +40,7 @@ export class CountingSink implements Sink {
     };
     let result: PushResult;
     try {
-      result = await this.#inner.push(batch, signal, onDropped, landed);
+      result = await this.#inner.push(batch, signal, onDropped, landed, slots);
     } catch (err) {
       if (err instanceof PermanentSinkError) this.rowsDropped += real.length - told.size;
       throw err;

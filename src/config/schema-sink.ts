@@ -34,7 +34,7 @@ const batch = section(
       queue_max_bytes: int(268_435_456, "Bytes queued per lane before sources wait; 0 disables.", { min: 0 }),
       max_in_flight: int(
         4,
-        "Pushes in flight per lane; commits still apply in batch order. 1 = one push at a time.",
+        "HTTP requests open at once per lane at the destination (Loki push or OTLP), however batches are cut into requests; commits still apply in batch order. 1 = one request at a time.",
         {
           min: 1,
           max: 64,
@@ -110,6 +110,12 @@ const limits = section(
       "2h",
       "Loki's ingester max_chunk_age: a stream takes an entry at most half of it behind its newest one (`entry too far behind`), so sf2loki never has a stream's later entries land further ahead of its earlier ones in flight; 0 = no such limit.",
     ),
+    per_stream_rate_limit: int(
+      3_145_728,
+      "Loki's per-stream rate in bytes a second (3MB). Streams well inside it (and inside the burst) that Loki accepted moments ago share one push request; any other stream goes alone, so no refusal of it is hidden by another stream's answer (docs/egress.md). 0 = every stream alone.",
+      { min: 0 },
+    ),
+    per_stream_rate_limit_burst: int(15_728_640, "Loki's per-stream burst in bytes (15MB).", { min: 0 }),
   }),
   "The receiving Loki's limits_config: copy its values here (docs/egress.md, Loki's limits).",
 );

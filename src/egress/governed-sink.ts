@@ -8,7 +8,7 @@
 import type { Attributes, Meter } from "@opentelemetry/api";
 import type { Batch } from "../model.ts";
 import type { Logger } from "../obs/logger.ts";
-import type { DropListener, LandListener, PushResult, Sink } from "../sinks/sink.ts";
+import type { DropListener, LandListener, PushResult, RequestSlots, Sink } from "../sinks/sink.ts";
 import type { CheckpointStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { BUDGET_KEY, DailyBudget } from "./budget.ts";
@@ -110,6 +110,7 @@ export class GovernedSink implements Sink {
     signal?: AbortSignal,
     onDropped?: DropListener,
     onLanded?: LandListener,
+    slots?: RequestSlots,
   ): Promise<PushResult> {
     let lines = 0;
     let bytes = 0;
@@ -118,7 +119,7 @@ export class GovernedSink implements Sink {
       lines++;
       bytes += e.lineBytes;
     }
-    if (lines === 0) return this.#inner.push(batch, signal, onDropped, onLanded);
+    if (lines === 0) return this.#inner.push(batch, signal, onDropped, onLanded, slots);
     const budget = this.#budget;
     if (budget?.wouldExceed(bytes)) {
       if (this.settings.budget_action === "drop") return this.#drop(batch, budget);
@@ -128,7 +129,7 @@ export class GovernedSink implements Sink {
     let accepted = 0;
     try {
       if (this.#gate) await this.#rate(lines, bytes, laneOfBatch(batch), signal);
-      const result = await this.#inner.push(batch, signal, onDropped, onLanded);
+      const result = await this.#inner.push(batch, signal, onDropped, onLanded, slots);
       accepted = bytes - droppedBytes(result);
       return result;
     } finally {

@@ -16,6 +16,7 @@ import type { Reconciler } from "./reconcile.ts";
 import { streamSpans } from "./stream-spans.ts";
 import { StreamWindow } from "./stream-window.ts";
 import { ignore } from "./abort.ts";
+import { Slots } from "../util/slots.ts";
 
 export interface LaneDeps {
   settings: BatchSettings;
@@ -61,11 +62,17 @@ export class Lane {
   #cancelled = false;
   /** Loki's out-of-order window per stream, over this lane's pushes. */
   readonly #window: StreamWindow;
+  /**
+   * The lane's requests at the destination: max_in_flight, however a sink cuts its batches (#37).
+   * A batch of several streams may send some of them at once; together they stay within the bound.
+   */
+  readonly #slots: Slots;
 
   constructor(name: LaneName, deps: LaneDeps) {
     this.name = name;
     this.#deps = deps;
     this.#window = new StreamWindow(deps.settings.out_of_order_window_ms);
+    this.#slots = new Slots(deps.settings.max_in_flight);
     this.queue = new LaneQueue(deps.settings.queue_maxsize, deps.settings.queue_max_bytes);
     this.committer = new OrderedCommitter(deps.commit);
   }
@@ -215,7 +222,8 @@ export class Lane {
     try {
       if (batch.lookups) await this.#deps.reconciler.apply(batch, cancelled);
       if (await this.#windowClear(batch)) {
-        outcome = batch.pushView.length === 0 ? "delivered" : await pushBatch(batch, this.#deps.push);
+        outcome =
+          batch.pushView.length === 0 ? "delivered" : await pushBatch(batch, this.#deps.push, this.#slots);
       }
     } catch (err) {
       if (!cancelled.aborted && !this.#cancelled) throw err;

@@ -12,6 +12,7 @@ import {
   RetryableSinkError,
   type DroppedEntries,
   type PushResult,
+  type RequestSlots,
   type Sink,
 } from "../sinks/sink.ts";
 import { describeError } from "../errors.ts";
@@ -59,7 +60,15 @@ export interface PushDeps {
 const BUDGET = "budget";
 const TOO_FAR_BEHIND = "too_far_behind";
 
-export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<PushOutcome> {
+/**
+ * Pushes `batch` until it is delivered, refused for good or abandoned. `slots` are the lane's: every
+ * request the sink sends for it holds one while open (#37).
+ */
+export async function pushBatch(
+  batch: PendingBatch,
+  deps: PushDeps,
+  slots?: RequestSlots,
+): Promise<PushOutcome> {
   const { sink, clock, metrics, logger } = deps;
   // Drops are counted the moment the sink reports them (a push isolating refused entries can take
   // a while), once per entry however often a retried push reports the same entry again.
@@ -97,7 +106,7 @@ export async function pushBatch(batch: PendingBatch, deps: PushDeps): Promise<Pu
         const open = landed.size + counted.size === 0 ? batch.pushView : stillOpen(batch, landed, counted);
         if (open.length === 0) return { dropped: [] };
         try {
-          const res = await sink.push(open, deps.cancelled, countOnce, onLanded);
+          const res = await sink.push(open, deps.cancelled, countOnce, onLanded, slots);
           metrics.pushDuration.record((clock.monotonic() - started) / 1000);
           return res;
         } catch (err) {

@@ -37,16 +37,27 @@ export type DropListener = (group: DroppedEntries) => void;
  */
 export type LandListener = (entries: readonly LogEntry[]) => void;
 
+/**
+ * The lane's HTTP requests at the destination (#37): every request a push sends holds one slot while
+ * it is open, so `max_in_flight` bounds what the receiver sees however the sink cuts a batch.
+ */
+export interface RequestSlots {
+  /** Resolves with the slot's release once one is free; rejects when `signal` aborts first. */
+  take(signal?: AbortSignal): Promise<() => void>;
+}
+
 export interface Sink {
   /**
    * Delivers the batch, or throws RetryableSinkError (nothing is lost: retry what was not told landed) or
-   * PermanentSinkError (the whole batch is refused for good). Anything else is a crash.
+   * PermanentSinkError (the whole batch is refused for good). Anything else is a crash. With `slots`,
+   * each request it sends to the destination holds one of them while open.
    */
   push(
     batch: Batch,
     signal?: AbortSignal,
     onDropped?: DropListener,
     onLanded?: LandListener,
+    slots?: RequestSlots,
   ): Promise<PushResult>;
   close(): Promise<void>;
 }

@@ -28,6 +28,12 @@ export interface LokiLimits {
    * behind its newest one. Not a distributor check; the pipeline orders its pushes by it (#27).
    */
   max_chunk_age: number;
+  /**
+   * The ingester's per-stream bucket in bytes (0: every stream goes alone). Not a distributor check:
+   * it decides which streams may share a request (wire/accepted-streams.ts, #37).
+   */
+  per_stream_rate_limit: number;
+  per_stream_rate_limit_burst: number;
 }
 
 export const LOKI_DEFAULT_LIMITS: Readonly<LokiLimits> = {
@@ -43,6 +49,8 @@ export const LOKI_DEFAULT_LIMITS: Readonly<LokiLimits> = {
   max_label_name_length: 1024,
   max_label_value_length: 2048,
   max_chunk_age: 2 * 3_600_000,
+  per_stream_rate_limit: 3 << 20,
+  per_stream_rate_limit_burst: 15 << 20,
 };
 
 /**

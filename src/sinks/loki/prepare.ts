@@ -1,10 +1,11 @@
 // What every push to a Loki does, through its push API or its OTLP endpoint: real entries only, lines
 // capped (batch.max_line_bytes), what Loki's limits would refuse dropped before sending, then the rest
-// delivered one stream per request (wire/per-stream.ts). Only how a stream is delivered is the sink's.
+// delivered one stream per request, or together where Loki cannot refuse them unseen (wire/per-stream.ts). Only how a stream is delivered is the sink's.
 import type { Counter } from "@opentelemetry/api";
 import type { Batch, LogEntry } from "../../model.ts";
 import type { Clock } from "../../util/clock.ts";
-import type { DropListener, LandListener, PushResult } from "../sink.ts";
+import type { DropListener, LandListener, PushResult, RequestSlots } from "../sink.ts";
+import type { AcceptedStreams } from "../wire/accepted-streams.ts";
 import { PushDrops } from "../wire/drops.ts";
 import { capLines } from "../wire/line-cap.ts";
 import { deliverPerStream } from "../wire/per-stream.ts";
@@ -42,6 +43,8 @@ export interface DeliverContext {
   readonly budget: number;
   readonly signal: AbortSignal | undefined;
   readonly onLanded: LandListener | undefined;
+  /** The lane's request slots: each request holds one while open (#37). */
+  readonly slots: RequestSlots | undefined;
 }
 
 /** What a sink shapes every push by: its line cap, the Loki limits it checks, its clock, its counter. */
@@ -50,22 +53,29 @@ export interface PushShaping {
   readonly limits: LokiLimits;
   readonly clock: Clock;
   readonly linesTruncated: Counter;
+  /** What Loki accepted of each stream lately: streams it cannot refuse share a request (#37). */
+  readonly accepted?: AcceptedStreams;
 }
 
 /** One push of `batch`: prepared, then each stream delivered by `deliver`; the drops are the result. */
 export async function pushByStream(
   batch: Batch,
   shaping: PushShaping,
-  listeners: { signal?: AbortSignal; onDropped?: DropListener; onLanded?: LandListener },
+  listeners: {
+    signal?: AbortSignal;
+    onDropped?: DropListener;
+    onLanded?: LandListener;
+    slots?: RequestSlots;
+  },
   deliver: (stream: readonly LogEntry[], ctx: DeliverContext) => Promise<void>,
 ): Promise<PushResult> {
-  const { signal, onDropped, onLanded } = listeners;
+  const { signal, onDropped, onLanded, slots } = listeners;
   const { maxLineBytes, limits, clock, linesTruncated } = shaping;
   const opts = { maxLineBytes, limits, nowMs: clock.now(), linesTruncated };
   const { entries, send, drops } = preparePush(batch, opts, onDropped);
   if (send.length > 0) {
-    const ctx = { single: entries.length === 1, drops, budget: ISOLATION_BUDGET, signal, onLanded };
-    await deliverPerStream(send, ctx, deliver);
+    const ctx = { single: entries.length === 1, drops, budget: ISOLATION_BUDGET, signal, onLanded, slots };
+    await deliverPerStream(send, ctx, deliver, shaping.accepted);
   }
   return { dropped: drops.result() };
 }

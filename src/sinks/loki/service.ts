@@ -17,6 +17,7 @@ import {
   type PushDeadlines,
 } from "../wire/push-service.ts";
 import { LokiRateLimitedError, parseRateLimited } from "./rate-limited.ts";
+import type { RequestSlots } from "../sink.ts";
 
 export type LokiDeadlines = PushDeadlines;
 export const LOKI_DEADLINES = PUSH_DEADLINES;
@@ -109,7 +110,7 @@ export class LokiService {
    * LokiRejectedError (400/413), LokiRateLimitedError (a 429 naming the tenant's ingestion limit, not
    * retried here) or RetryableSinkError (everything else that is not a success).
    */
-  async send(request: EncodedRequest, signal?: AbortSignal): Promise<void> {
-    await this.#push.send(request, signal);
+  async send(request: EncodedRequest, signal?: AbortSignal, slots?: RequestSlots): Promise<void> {
+    await this.#push.send(request, signal, slots);
   }
 }

@@ -10,6 +10,7 @@ import {
   type DropListener,
   type LandListener,
   type PushResult,
+  type RequestSlots,
   type Sink,
 } from "../sink.ts";
 import { attribute, storedOf } from "./attribute.ts";
@@ -19,6 +20,7 @@ import { parseRefusals } from "./refusals.ts";
 import { authHeaders } from "../wire/auth.ts";
 import { guardStaticLabels, renderLabels } from "./labels.ts";
 import { deliverIsolating } from "../wire/isolate.ts";
+import { AcceptedStreams } from "../wire/accepted-streams.ts";
 import { closePool, parsePushUrl, present } from "../wire/endpoint.ts";
 import { readTlsFiles } from "../../util/tls-files.ts";
 import { createLokiSinkMetrics, type LokiSinkMetrics } from "./metrics.ts";
@@ -81,11 +83,13 @@ export class LokiSink implements Sink {
     }
     this.#clock = deps.clock ?? systemClock;
     this.#metrics = createLokiSinkMetrics(deps.meter ?? metrics.getMeter("sf2loki"));
+    const limits = settings.limits ?? LOKI_DEFAULT_LIMITS;
     this.#shaping = {
       maxLineBytes: settings.batch.max_line_bytes,
-      limits: settings.limits ?? LOKI_DEFAULT_LIMITS,
+      limits,
       clock: this.#clock,
       linesTruncated: this.#metrics.linesTruncated,
+      accepted: new AcceptedStreams(this.#clock, limits),
     };
     const tls = readTlsFiles(settings.tls, `${key}.tls`);
     this.#ownedPool = deps.dispatcher ? undefined : createLokiPool(url.origin, deps.deadlines, tls);
@@ -123,8 +127,9 @@ export class LokiSink implements Sink {
     signal?: AbortSignal,
     onDropped?: DropListener,
     onLanded?: LandListener,
+    slots?: RequestSlots,
   ): Promise<PushResult> {
-    return pushByStream(batch, this.#shaping, { signal, onDropped, onLanded }, (stream, ctx) =>
+    return pushByStream(batch, this.#shaping, { signal, onDropped, onLanded, slots }, (stream, ctx) =>
       this.#deliver(stream, ctx),
     );
   }
@@ -137,7 +142,8 @@ export class LokiSink implements Sink {
   async #deliver(entries: readonly LogEntry[], ctx: DeliverContext): Promise<void> {
     await deliverIsolating(entries, ctx, {
       ...this.#pacer.hooks(ctx.signal),
-      send: async (part) => this.#service.send(await encodeRequest(part, this.#format), ctx.signal),
+      send: async (part) =>
+        this.#service.send(await encodeRequest(part, this.#format), ctx.signal, ctx.slots),
       refusal: (err) => (err instanceof LokiRejectedError ? err : undefined),
       settle: (part, err) => this.#settle(part, err, ctx),
       isolated: (entry, err) => {

@@ -14,6 +14,7 @@ import {
   type DropListener,
   type LandListener,
   type PushResult,
+  type RequestSlots,
   type Sink,
 } from "../sink.ts";
 import { LOKI_DEFAULT_LIMITS } from "../loki/limits.ts";
@@ -25,6 +26,7 @@ import { authHeaders } from "../wire/auth.ts";
 import { closePool, parsePushUrl, present } from "../wire/endpoint.ts";
 import { readTlsFiles, type TlsOptions } from "../../util/tls-files.ts";
 import { deliverIsolating } from "../wire/isolate.ts";
+import { AcceptedStreams } from "../wire/accepted-streams.ts";
 import {
   DETAIL_MAX_BYTES,
   PUSH_DEADLINES,
@@ -192,11 +194,13 @@ export class OtlpSink implements Sink {
     this.#request = { serviceName: settings.service_name, gzip: settings.compression === "gzip" };
     this.#clock = deps.clock ?? systemClock;
     this.#metrics = createLokiSinkMetrics(deps.meter ?? metrics.getMeter("sf2loki"));
+    const limits = settings.limits ?? LOKI_DEFAULT_LIMITS;
     this.#shaping = {
       maxLineBytes: settings.batch.max_line_bytes,
-      limits: settings.limits ?? LOKI_DEFAULT_LIMITS,
+      limits,
       clock: this.#clock,
       linesTruncated: this.#metrics.linesTruncated,
+      accepted: new AcceptedStreams(this.#clock, limits),
     };
     const tls = readTlsFiles(settings.tls, `${key}.tls`);
     this.#ownedPool = deps.dispatcher ? undefined : createPushPool(url.origin, deps.deadlines, tls);
@@ -227,9 +231,10 @@ export class OtlpSink implements Sink {
     signal?: AbortSignal,
     onDropped?: DropListener,
     onLanded?: LandListener,
+    slots?: RequestSlots,
   ): Promise<PushResult> {
     // One sf2loki stream per export: Loki answers a request for its last stream only (per-stream.ts).
-    return pushByStream(batch, this.#shaping, { signal, onDropped, onLanded }, (stream, ctx) =>
+    return pushByStream(batch, this.#shaping, { signal, onDropped, onLanded, slots }, (stream, ctx) =>
       this.#deliver(stream, ctx),
     );
   }
@@ -237,7 +242,7 @@ export class OtlpSink implements Sink {
   async #deliver(entries: readonly LogEntry[], ctx: DeliverContext): Promise<void> {
     await deliverIsolating(entries, ctx, {
       ...this.#pacer.hooks(ctx.signal),
-      send: (part) => this.#send(part, ctx.signal),
+      send: (part) => this.#send(part, ctx.signal, ctx.slots),
       refusal: (err) => (err instanceof OtlpRejectedError ? err : undefined),
       settle: (part, err) => this.#settle(part, err, ctx),
       isolated: (entry, err) => {
@@ -247,9 +252,13 @@ export class OtlpSink implements Sink {
     });
   }
 
-  async #send(part: readonly LogEntry[], signal: AbortSignal | undefined): Promise<void> {
+  async #send(
+    part: readonly LogEntry[],
+    signal: AbortSignal | undefined,
+    slots: RequestSlots | undefined,
+  ): Promise<void> {
     const request = await encodeOtlpRequest(part, this.#request, msToNs(this.#clock.now()));
-    const answer = await this.#service.send(request, signal);
+    const answer = await this.#service.send(request, signal, slots);
     const partial = readPartialSuccess(answer);
     if (partial) throw new OtlpRejectedError(answer.status, partial.message, partial.rejected);
   }

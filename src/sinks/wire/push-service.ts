@@ -11,7 +11,7 @@ import { describeError } from "../../errors.ts";
 import type { Logger } from "../../obs/logger.ts";
 import type { Clock } from "../../util/clock.ts";
 import { retry } from "../../util/retry.ts";
-import { RetryableSinkError } from "../sink.ts";
+import { RetryableSinkError, type RequestSlots } from "../sink.ts";
 import { AuthFailureLog } from "./auth-failures.ts";
 import { MAX_ATTEMPTS, parseRetryAfter, pushRetryPolicy } from "./retry-policy.ts";
 import { exchange, type Exchanged } from "./exchange.ts";
@@ -119,10 +119,10 @@ export class PushService {
    * throws what `refusal` made of an answer, or RetryableSinkError (everything else that is not a
    * success).
    */
-  async send(request: EncodedRequest, signal?: AbortSignal): Promise<Answer> {
+  async send(request: EncodedRequest, signal?: AbortSignal, slots?: RequestSlots): Promise<Answer> {
     const { peer, where } = this.#opts;
     try {
-      return await retry((ctx) => this.#attempt(request, ctx.signal), {
+      return await retry((ctx) => this.#held(slots, ctx.signal, () => this.#attempt(request, ctx.signal)), {
         policy: pushRetryPolicy,
         clock: this.#opts.clock,
         isTransient: (err) => err instanceof TransientAttemptError,
@@ -149,6 +149,21 @@ export class PushService {
         );
       }
       throw err;
+    }
+  }
+
+  /** One attempt holds a lane's slot while its request is open, not while it backs off (#37). */
+  async #held<T>(
+    slots: RequestSlots | undefined,
+    signal: AbortSignal | undefined,
+    fn: () => Promise<T>,
+  ): Promise<T> {
+    if (slots === undefined) return fn();
+    const release = await slots.take(signal);
+    try {
+      return await fn();
+    } finally {
+      release();
     }
   }
 
