@@ -22,6 +22,7 @@ import { Pipeline } from "../src/pipeline/pipeline.ts";
 import { DEFAULT_BATCH_SETTINGS, type BatchSettings } from "../src/pipeline/settings.ts";
 import { createMetrics } from "../src/obs/metrics.ts";
 import { createLokiSink } from "../src/sinks/loki/sink.ts";
+import type { LokiLimits } from "../src/sinks/loki/limits.ts";
 import type { Sink } from "../src/sinks/sink.ts";
 import { PUSH_PATH, startLokiReceiver } from "../src/sim/loki.ts";
 import { MemoryStore, ScriptedSource } from "../test/support/fakes.ts";
@@ -240,7 +241,13 @@ export interface E2eResult {
 let metrics: ReturnType<typeof createMetrics> | undefined;
 
 /** Source → Pipeline → LokiSink (protobuf+snappy) → `pushUrl`, with an in-memory store. */
-function buildRig(entries: Iterable<LogEntry>, pushUrl: string, batch: BatchSettings, lost?: AbortSignal) {
+function buildRig(
+  entries: Iterable<LogEntry>,
+  pushUrl: string,
+  batch: BatchSettings,
+  lost?: AbortSignal,
+  limits?: LokiLimits,
+) {
   const meter = (metrics ??= createMetrics({ version: "bench" })).meter;
   const sink = createLokiSink(
     {
@@ -249,6 +256,7 @@ function buildRig(entries: Iterable<LogEntry>, pushUrl: string, batch: BatchSett
       compression: "snappy",
       labels: {},
       batch: { max_line_bytes: batch.max_line_bytes },
+      ...(limits ? { limits } : {}),
     },
     { meter },
   );
@@ -293,10 +301,11 @@ export async function e2ePass(
   receiver: BenchReceiver,
   batch: Partial<BatchSettings> = {},
   latencyMs = 0,
+  limits?: LokiLimits,
 ): Promise<E2eResult> {
   await receiver.reset(); // also clears faults, so the latency is set after it
   if (latencyMs > 0) await receiver.setLatency(latencyMs);
-  const rig = buildRig(entries, receiver.pushUrl, { ...E2E_BATCH, ...batch }, receiver.lost);
+  const rig = buildRig(entries, receiver.pushUrl, { ...E2E_BATCH, ...batch }, receiver.lost, limits);
   const before = await receiver.counts();
   const { ms, cpuMs } = await rig.run();
   const { accepted, requests, cpuMicros: receiverCpu } = await receiver.counts();
@@ -326,6 +335,8 @@ export interface E2eWindow {
   ms: number;
   eps: number;
   passes: number;
+  /** Push requests the receiver counted over the window. */
+  requests: number;
   sender_cpu_ms: number;
   receiver_cpu_ms: number | undefined;
   /** CPU µs per entry on each side: steadier than entries/s on a loaded host (no waiting counted). */
@@ -343,8 +354,9 @@ export async function e2eWindow(
   minMs: number,
   batch: Partial<BatchSettings> = {},
   latencyMs = 0,
+  limits?: LokiLimits,
 ): Promise<E2eWindow> {
-  return e2eWindowOf(await timedWindow(minMs, () => e2ePass(entries, receiver, batch, latencyMs)));
+  return e2eWindowOf(await timedWindow(minMs, () => e2ePass(entries, receiver, batch, latencyMs, limits)));
 }
 
 /** A window's figures from its passes, added up. */
@@ -361,6 +373,7 @@ export function e2eWindowOf(passes: readonly E2eResult[]): E2eWindow {
     ms,
     eps: perSecond(count, ms),
     passes: passes.length,
+    requests: total(passes, (p) => p.requests),
     sender_cpu_ms: senderCpu,
     receiver_cpu_ms: receiverCpu,
     sender_cpu_us_per_entry: perEntryUs(senderCpu),
