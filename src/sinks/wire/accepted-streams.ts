@@ -60,7 +60,8 @@ export class AcceptedStreams {
    * mirrored bucket, shared or not: Loki charges them either way.
    */
   plan(streams: readonly PushStream[]): PushStream[][] {
-    if (streams.length <= 1 || this.#rate <= 0) return streams.map((s) => [s]);
+    // A batch of one stream is planned too: its bytes go to the mirrored bucket like any other's.
+    if (this.#rate <= 0) return streams.map((s) => [s]);
     const now = this.#clock.monotonic();
     const shared: PushStream[] = [];
     const alone: PushStream[][] = [];
