@@ -13,7 +13,7 @@ import { ManualClock } from "../../src/util/clock.ts";
 class MemoryBackend implements LeaseBackend {
   readonly kind = "memory";
   readonly where = "mem://lease";
-  readonly confirmDelayMs = 0;
+  readonly confirmDelayMs: number = 0;
   stored: { record: LeaseRecord; version: string } | undefined;
   #n = 0;
 
@@ -158,4 +158,75 @@ describe("LeaseCoordinator stopped mid-claim", () => {
       assert.equal(c.isLeader, false);
     });
   }
+});
+
+/**
+ * A store without a real compare-and-swap (so a renewal is a write, a pause, and a confirming read), whose
+ * every call takes `callMs` of the clock's time; it records when each write began.
+ */
+class SlowStoreBackend extends MemoryBackend {
+  override readonly confirmDelayMs = 100;
+  readonly starts: number[] = [];
+  readonly #clock: ManualClock;
+  readonly #callMs: number;
+
+  constructor(clock: ManualClock, callMs: number) {
+    super();
+    this.#clock = clock;
+    this.#callMs = callMs;
+  }
+
+  override async read(): Promise<LeaseSnapshot | undefined> {
+    await this.#clock.sleep(this.#callMs);
+    return super.read();
+  }
+
+  override async write(record: LeaseRecord, expected: string | undefined): Promise<LeaseWriteResult> {
+    this.starts.push(this.#clock.monotonic());
+    await this.#clock.sleep(this.#callMs);
+    return super.write(record, expected);
+  }
+}
+
+describe("LeaseCoordinator renewal cadence", () => {
+  it("starts a renewal every renew interval from the last start, however long the last one took", async () => {
+    // ttl 3 s, renew 1 s: the fence falls 2.5 s after a renewal's start. A renewal here takes 1 s
+    // (write 450 ms, pause 100 ms, read 450 ms). Started an interval after the previous one ended, they
+    // would begin 2 s apart and the leader could not vouch for its lease (sf2loki_leader 0) for the
+    // last 0.5 s of every one: CI saw exactly that gap on a loaded host.
+    const clock = new ManualClock({ auto: false });
+    const backend = new SlowStoreBackend(clock, 450);
+    const c = new LeaseCoordinator({ backend, identity: "me", ttlMs: 3000, renewIntervalMs: 1000, clock });
+    const stop = new AbortController();
+    const run = c.run({
+      onAcquire: () => Promise.resolve(),
+      onLose: () => Promise.resolve(),
+      signal: stop.signal,
+    });
+    const lapses: number[] = [];
+    for (let ms = 0; ms < 9000; ms += 10) {
+      clock.advance(10);
+      for (let k = 0; k < 20; k++) await new Promise((r) => setImmediate(r));
+      // The claim (a read, a write, its confirmation) is done by 2 s.
+      if (ms >= 2000 && !c.isLeader) lapses.push(ms);
+    }
+    stop.abort();
+    // Stepping down releases the lease through the same slow store, so time keeps moving until it ends.
+    const done = { ended: false };
+    void run.finally(() => (done.ended = true));
+    for (let i = 0; i < 1000 && !done.ended; i++) {
+      clock.advance(100);
+      for (let k = 0; k < 20; k++) await new Promise((r) => setImmediate(r));
+    }
+    assert.ok(done.ended, "the coordinator stopped");
+    await run;
+    const renewals = backend.starts.slice(1).map((t, i) => t - backend.starts[i]!);
+    assert.ok(renewals.length >= 6, `only ${renewals.length} renewals`);
+    // The clock moves in 10 ms steps, so a timer due at 1000 ms may fire at the step after it.
+    assert.ok(
+      renewals.slice(1, 6).every((gap) => gap >= 1000 && gap <= 1010),
+      `renewals began ${renewals.join(", ")} ms apart`,
+    );
+    assert.deepEqual(lapses.slice(0, 5), [], "the leader vouched for its lease throughout");
+  });
 });

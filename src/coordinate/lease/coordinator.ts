@@ -443,7 +443,12 @@ export class LeaseCoordinator implements Coordinator {
   }
 
   async #hold(term: AbortSignal): Promise<void> {
-    while (await pause(this.#clock, this.#renewMs, term)) {
+    // Renewals start every renew interval from the last one's start, not an interval after it ended:
+    // the fence counts from the start, so a slow store call (a loaded host, a far bucket) must not push
+    // the next renewal later and eat the margin twice.
+    const untilDue = (): number =>
+      Math.max(0, this.#lastRenewStartMono + this.#renewMs - this.#clock.monotonic());
+    while (await pause(this.#clock, untilDue(), term)) {
       const outcome = await this.#renew(term);
       if (outcome === "stopped") return;
       if (outcome === "lost") {
