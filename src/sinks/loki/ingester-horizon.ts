@@ -22,7 +22,40 @@ export const DEFAULT_INGESTERS_WITHIN_MS = 3 * 3_600_000;
 /** How long a flush may take to drain Loki's flush queue before the lookups go on regardless. */
 const FLUSH_DRAIN_MS = 30_000;
 const FLUSH_POLL_MS = 100;
-const QUEUE_METRIC = /^loki_ingester_flush_queue_length(?:\{[^}]*\})?\s+(\S+)/gm;
+/** How long the ingester must read idle, with no chunk newly flushed, before the flush counts as done. */
+const FLUSH_SETTLE_MS = 300;
+
+/**
+ * What a Loki ingester's /metrics says about its flushes. The queue length drops when a flush op is
+ * taken off the queue, before its chunk is written (pkg/ingester/flush.go), so an empty queue alone
+ * can be read while the last chunk is still on its way to the store: CI saw a lookup straight after it
+ * miss that chunk. A chunk is in the store once its flush request is counted as flushed or failed;
+ * Loki 3.4.6 exports no request counter, so there only a settled quiet (FLUSH_SETTLE_MS) guards it.
+ */
+export interface FlushProgress {
+  queued: number;
+  /** Flush requests begun but neither flushed nor failed yet; 0 when Loki does not export the counters. */
+  writing: number;
+  /** Chunks flushed so far, every reason. */
+  flushed: number;
+}
+
+export function flushProgressOf(metricsText: string): FlushProgress {
+  const sum = (name: string): number | undefined => {
+    let total: number | undefined;
+    for (const m of metricsText.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})?\\s+(\\S+)`, "gm")))
+      total = (total ?? 0) + Number(m[1]);
+    return total;
+  };
+  const requests = sum("loki_ingester_chunks_flush_requests_total");
+  const flushed = sum("loki_ingester_chunks_flushed_total") ?? 0;
+  const failed = sum("loki_ingester_chunks_flush_failures_total") ?? 0;
+  return {
+    queued: sum("loki_ingester_flush_queue_length") ?? 0,
+    writing: requests === undefined ? 0 : Math.max(0, requests - flushed - failed),
+    flushed,
+  };
+}
 
 export interface HorizonOptions {
   /** `auto` (read `<base>/config`), or milliseconds (0: Loki asks its ingesters for every range). */
@@ -74,8 +107,9 @@ export class HorizonReader {
   }
 
   /**
-   * Asks the ingester to flush every open chunk, then waits (bounded) until its flush queue is empty,
-   * so that what it held is read from the store. Throws when the flush URL does not answer 2xx.
+   * Asks the ingester to flush every open chunk, then waits (bounded) until its flush queue is empty
+   * and every chunk taken off it is written, so that what it held is read from the store. Throws when
+   * the flush URL does not answer 2xx.
    */
   async flush(signal: AbortSignal): Promise<void> {
     const url = this.#opts.flushUrl;
@@ -86,12 +120,19 @@ export class HorizonReader {
     }
     const metrics = new URL("/metrics", url);
     const deadline = this.#opts.clock.monotonic() + FLUSH_DRAIN_MS;
+    // Done when the polls have found nothing queued, nothing being written and the same count flushed
+    // for FLUSH_SETTLE_MS: between taking an op off the queue and finishing its write, a poll reads idle.
+    let quiet: { since: number; flushed: number } | undefined;
     for (;;) {
       const answer = await this.#call(metrics, "GET", signal).catch(() => undefined);
       // No metrics to read: the flush was accepted, and the lookups that follow are all we can do.
       if (answer === undefined || answer.code !== 200) return;
-      const queued = [...answer.text.matchAll(QUEUE_METRIC)].reduce((n, m) => n + Number(m[1]), 0);
-      if (queued === 0 || this.#opts.clock.monotonic() >= deadline) return;
+      const p = flushProgressOf(answer.text);
+      const now = this.#opts.clock.monotonic();
+      const idle = p.queued === 0 && p.writing === 0;
+      if (!idle || quiet?.flushed !== p.flushed)
+        quiet = idle ? { since: now, flushed: p.flushed } : undefined;
+      if ((quiet !== undefined && now - quiet.since >= FLUSH_SETTLE_MS) || now >= deadline) return;
       await this.#opts.clock.sleep(FLUSH_POLL_MS, signal);
     }
   }

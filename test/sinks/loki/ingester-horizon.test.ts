@@ -4,7 +4,11 @@
 import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { ingestersWithinOf, DEFAULT_INGESTERS_WITHIN_MS } from "../../../src/sinks/loki/ingester-horizon.ts";
+import {
+  DEFAULT_INGESTERS_WITHIN_MS,
+  flushProgressOf,
+  ingestersWithinOf,
+} from "../../../src/sinks/loki/ingester-horizon.ts";
 import { LokiLookup } from "../../../src/sinks/loki/lookup.ts";
 import { LOKI_DEADLINES } from "../../../src/sinks/loki/service.ts";
 import { ManualClock } from "../../../src/util/clock.ts";
@@ -101,13 +105,53 @@ test("a flush is POSTed, then waited for until Loki's flush queue is empty", asy
   const query = await serve(t, (_req, res) => res.end(""));
   const l = lookup(t, query.url, { flushUrl: `${ingester.url}/flush` });
   await l.flush!(signal);
-  assert.deepEqual(ingester.seen, [
-    "POST /flush acme",
-    "GET /metrics acme",
-    "GET /metrics acme",
-    "GET /metrics acme",
-  ]);
-  assert.deepEqual(query.seen, [], "the flush goes to its own URL");
+  assert.deepEqual(ingester.seen, ["POST /flush acme", ...Array<string>(6).fill("GET /metrics acme")]);
+  assert.deepEqual(query.seen, [], "the flush goes to its own URL: 2 polls to drain, 4 to settle 300 ms");
+});
+
+test("a flush is waited for until the chunks taken off the queue are written, not only dequeued", async (t) => {
+  // Loki counts a queued op out when it dequeues it and its chunk as flushed once the store has it.
+  const polls = [
+    { queue: 0, requests: 3, flushed: 1, failed: 0 },
+    { queue: 0, requests: 3, flushed: 2, failed: 0 },
+    { queue: 0, requests: 3, flushed: 2, failed: 1 },
+    { queue: 0, requests: 3, flushed: 2, failed: 1 },
+  ];
+  const ingester = await serve(t, (req, res) => {
+    if (req.url === "/flush") {
+      res.statusCode = 204;
+      res.end();
+      return;
+    }
+    const p = polls.length > 1 ? polls.shift()! : polls[0]!;
+    res.end(
+      `loki_ingester_flush_queue_length ${p.queue}\n` +
+        `loki_ingester_chunks_flush_requests_total ${p.requests}\n` +
+        `loki_ingester_chunks_flushed_total{reason="full"} 0\n` +
+        `loki_ingester_chunks_flushed_total{reason="forced"} ${p.flushed}\n` +
+        `loki_ingester_chunks_flush_failures_total ${p.failed}\n`,
+    );
+  });
+  const l = lookup(t, ingester.url, { flushUrl: `${ingester.url}/flush` });
+  await l.flush!(signal);
+  // Idle from the third poll on (2 flushed + 1 failed of 3), then settled 300 ms: three more polls.
+  assert.equal(ingester.seen.length, 1 + 3 + 3, "polled until every chunk was written and stayed so");
+});
+
+test("flushProgressOf sums every series of Loki's flush metrics", () => {
+  assert.deepEqual(
+    flushProgressOf(
+      "# HELP loki_ingester_flush_queue_length x\nloki_ingester_flush_queue_length 2\n" +
+        'loki_ingester_chunks_flush_requests_total 10\nloki_ingester_chunks_flushed_total{reason="idle"} 4\n' +
+        'loki_ingester_chunks_flushed_total{reason="forced"} 3\nloki_ingester_chunks_flush_failures_total 1\n',
+    ),
+    { queued: 2, writing: 2, flushed: 7 },
+  );
+  assert.deepEqual(flushProgressOf("loki_ingester_flush_queue_length 0\n"), {
+    queued: 0,
+    writing: 0,
+    flushed: 0,
+  });
 });
 
 test("a flush URL that does not answer 2xx is an error naming it", async (t) => {
