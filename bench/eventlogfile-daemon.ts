@@ -21,7 +21,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
-import { answeredEmptyLookup } from "./empty-lookups.ts";
+import { answeredUnlessPush } from "./empty-lookups.ts";
 import type { AddressInfo } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -84,7 +84,7 @@ async function serveReceiver(rows: number): Promise<void> {
   const seen = new Uint8Array(rows);
   const stats: ReceiverStats = { entries: 0, unique: 0, pushes: 0, queries: 0 };
   const server = createServer((req, res) => {
-    if (answeredEmptyLookup(req, res)) {
+    if (answeredUnlessPush(req, res)) {
       stats.queries++;
       return;
     }

@@ -12,7 +12,7 @@ import { vmMib } from "./measure.ts";
 import { forkRole, readBody } from "./roles.ts";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { answeredEmptyLookup } from "./empty-lookups.ts";
+import { answeredUnlessPush } from "./empty-lookups.ts";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { loadavg, tmpdir } from "node:os";
@@ -62,7 +62,7 @@ async function serveReceiver(): Promise<void> {
   const { decodePushBody } = await import("../src/sim/loki-decode.ts");
   let entries = 0;
   const server = createServer((req, res) => {
-    if (answeredEmptyLookup(req, res)) return;
+    if (answeredUnlessPush(req, res)) return;
     void readBody(req).then((body) => {
       const streams = decodePushBody(
         body,
