@@ -1,5 +1,6 @@
 // Exit codes live here and nowhere else (docs/cli.md documents them).
 import { ConfigError, Sf2LokiError, describeError } from "../errors.ts";
+import { withoutUserinfoIn } from "../util/userinfo.ts";
 
 export const EXIT_OK = 0;
 /** Operational failure: a state error, a doctor FAIL, a crashed daemon. */
@@ -20,15 +21,15 @@ export interface CliIO {
 /** Known errors become one line and their exit code; anything else is a crash and keeps its stack. */
 export function reportError(err: unknown, io: CliIO): number {
   if (err instanceof ConfigError) {
-    io.stderr(`sf2loki: ${err.message}\n`);
+    io.stderr(`sf2loki: ${withoutUserinfoIn(err.message)}\n`);
     return EXIT_CONFIG;
   }
   if (err instanceof Sf2LokiError) {
-    io.stderr(`sf2loki: ${err.message}\n`);
+    io.stderr(`sf2loki: ${withoutUserinfoIn(err.message)}\n`);
     return EXIT_FAILURE;
   }
   io.stderr(
-    `sf2loki: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : describeError(err)}\n`,
+    `sf2loki: unexpected error: ${withoutUserinfoIn(err instanceof Error ? (err.stack ?? err.message) : describeError(err))}\n`,
   );
   return EXIT_FAILURE;
 }

@@ -15,6 +15,8 @@ import {
 } from "./schema.ts";
 import { resolveSecret } from "./secrets.ts";
 import { readProxyEnv } from "../util/proxy-env.ts";
+import { grpcRoute } from "../util/grpc-route.ts";
+import { resolvedOrgs } from "./orgs.ts";
 
 interface AzureSecret {
   credential: string;
@@ -35,8 +37,14 @@ export async function loadConfig(
   const merged = deepMerge(interpolated, envOverrides(env, rootKeys));
   // The proxy variables are settings of this process too: a malformed one fails every command that
   // loads a config (and `--check`) with exit 2, before any client is built.
-  readProxyEnv(env);
-  return validateConfig(merged);
+  const proxy = readProxyEnv(env);
+  const config = validateConfig(merged);
+  // An https:// proxy Pub/Sub would have to cross is refused here, at start, not met at first connect.
+  for (const org of resolvedOrgs(config)) {
+    const s = org.sources.pubsub;
+    if (s.enabled && s.topics.length > 0) grpcRoute(s.endpoint, s.insecure, proxy);
+  }
+  return config;
 }
 
 /** Validates an already-built tree (no file, no env) and resolves its secrets. */

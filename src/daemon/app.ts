@@ -18,6 +18,7 @@ import { Watchdog } from "./watchdog.ts";
 import { buildGraph, type Graph } from "./wiring.ts";
 import type { LossReason } from "../coordinate/coordinator.ts";
 import type { Labels } from "../model.ts";
+import { withoutUserinfo } from "../util/userinfo.ts";
 import { createShardedApp } from "./sharded-app.ts";
 import type { App, AppDeps } from "./app-types.ts";
 
@@ -60,11 +61,6 @@ const STARTUP_RETRY = {
   maxAttempts: Number.POSITIVE_INFINITY,
   backoffMs: (attempt: number) => Math.min(60_000, 1000 * 2 ** (attempt - 1)),
 };
-
-/** Hides `user:password@` in a URL before it is logged (#125). */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/[^/@]*@/, "//***@");
-}
 
 class RunningApp implements App {
   readonly graph: Graph;
@@ -148,7 +144,7 @@ class RunningApp implements App {
     return this.graph.destinations.map(({ destination: d }) => ({
       destination: d.name || "<top-level>",
       orgs: d.orgs,
-      url: redactUrl(d.loki.url),
+      url: withoutUserinfo(d.loki.url),
       tenant_id: d.loki.tenant_id ?? null,
       budget_key: d.budgetKey,
     }));
@@ -183,14 +179,14 @@ class RunningApp implements App {
       {
         orgs: this.graph.orgs.map((o) => o.org.name || "single"),
         topics: this.graph.orgs.flatMap((o) => o.org.sources.pubsub.topics),
-        sink: redactUrl(c.sink.loki.url),
+        sink: withoutUserinfo(c.sink.loki.url),
         ...(this.graph.destinations.length > 1
           ? {
               org_destinations: this.graph.destinations
                 .slice(1)
                 .map(
                   ({ destination: d }) =>
-                    `${d.orgs.join(",")} -> ${redactUrl(d.loki.url)} (tenant ${d.loki.tenant_id ?? "none"})`,
+                    `${d.orgs.join(",")} -> ${withoutUserinfo(d.loki.url)} (tenant ${d.loki.tenant_id ?? "none"})`,
                 ),
             }
           : {}),

@@ -3,6 +3,7 @@
 // under `event`, `level` in Python's words, an ISO-8601 UTC `timestamp`, then the fields. The human
 // `text` format (stderr) is for a terminal.
 import { pino, type Logger, type DestinationStream } from "pino";
+import { withoutUserinfoIn } from "../util/userinfo.ts";
 
 export type { Logger };
 
@@ -71,7 +72,8 @@ function recordStream(out: Flushable, format: LogFormat): Flushable {
       const { level, time, msg, ...fields } = rec;
       const word = (typeof level === "number" ? PY_LEVEL[level] : undefined) ?? "info";
       const timestamp = pyIsoTimestamp(typeof time === "number" ? time : Date.now());
-      if (format === "text") out.write(textLine(timestamp, word, msg, fields));
+      // A URL's password never reaches the log, whichever field or error message carries the URL.
+      if (format === "text") out.write(withoutUserinfoIn(textLine(timestamp, word, msg, fields)));
       else {
         const ordered: [string, unknown][] = [
           ["event", msg ?? ""],
@@ -79,7 +81,8 @@ function recordStream(out: Flushable, format: LogFormat): Flushable {
           ["timestamp", timestamp],
           ...Object.entries(fields),
         ];
-        out.write((format === "json" ? jsonLine(ordered) : logfmtLine(ordered)) + "\n");
+        const line = format === "json" ? jsonLine(ordered) : logfmtLine(ordered);
+        out.write(withoutUserinfoIn(line) + "\n");
       }
     },
   };

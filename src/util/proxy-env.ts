@@ -6,6 +6,7 @@
 // rather than left to its own reading, so they all agree on what NO_PROXY means.
 import { BlockList, isIP } from "node:net";
 import { ConfigError } from "../errors.ts";
+import { withoutUserinfo } from "./userinfo.ts";
 
 /** One NO_PROXY entry: `*`, a host or domain (with or without a leading `.` or `*.`), an IP or CIDR. */
 type NoProxyEntry =
@@ -18,6 +19,8 @@ export interface ProxyEnv {
   readonly https: URL | undefined;
   /** For http targets: `http_proxy` / `HTTP_PROXY`. */
   readonly http: URL | undefined;
+  /** The variable each was read from, as set (`https_proxy` or `HTTPS_PROXY`), for messages. */
+  readonly from?: { readonly https?: string; readonly http?: string };
   /** The NO_PROXY value as set (for the start-up log), "" when unset. */
   readonly noProxy: string;
   readonly exceptions: readonly NoProxyEntry[];
@@ -34,12 +37,7 @@ function lookup(env: NodeJS.ProcessEnv, name: string): { name: string; value: st
   return undefined;
 }
 
-/** Hides `user:password@` in a URL that is echoed back to the operator. */
-function withoutCredentials(raw: string): string {
-  return raw.replace(/\/\/[^/@]*@/, "//***@");
-}
-
-function proxyUrl(env: NodeJS.ProcessEnv, name: string): URL | undefined {
+function proxyUrl(env: NodeJS.ProcessEnv, name: string): { url: URL; variable: string } | undefined {
   const found = lookup(env, name);
   if (!found) return undefined;
   // `proxy:3128` without a scheme means http, as it does to curl.
@@ -49,7 +47,7 @@ function proxyUrl(env: NodeJS.ProcessEnv, name: string): URL | undefined {
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError(`${found.name} is not a URL (${withoutCredentials(found.value)}); ${fix}`);
+    throw new ConfigError(`${found.name} is not a URL (${withoutUserinfo(found.value)}); ${fix}`);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new ConfigError(
@@ -57,9 +55,9 @@ function proxyUrl(env: NodeJS.ProcessEnv, name: string): URL | undefined {
     );
   }
   if (url.hostname === "") {
-    throw new ConfigError(`${found.name} names no proxy host (${withoutCredentials(found.value)}); ${fix}`);
+    throw new ConfigError(`${found.name} names no proxy host (${withoutUserinfo(found.value)}); ${fix}`);
   }
-  return url;
+  return { url, variable: found.name };
 }
 
 /** `host`, `host:port`, `[v6]:port`: the name and the port (0: any). */
@@ -104,13 +102,14 @@ function exception(entry: string, variable: string): NoProxyEntry {
 export function readProxyEnv(env: NodeJS.ProcessEnv): ProxyEnv {
   const https = proxyUrl(env, "HTTPS_PROXY");
   const http = proxyUrl(env, "HTTP_PROXY");
+  const from = { https: https?.variable, http: http?.variable };
   const found = lookup(env, "NO_PROXY");
   const noProxy = found?.value ?? "";
   const exceptions = noProxy
     .split(/[\s,]+/)
     .filter((e) => e !== "")
     .map((e) => exception(e, found!.name));
-  return { https, http, noProxy, exceptions };
+  return { https: https?.url, http: http?.url, from, noProxy, exceptions };
 }
 
 function excepted(exceptions: readonly NoProxyEntry[], host: string, port: number): boolean {
@@ -124,17 +123,28 @@ function excepted(exceptions: readonly NoProxyEntry[], host: string, port: numbe
   });
 }
 
-/** The proxy a request to `target` goes through, or undefined: straight there. */
-export function proxyFor(target: string | URL, env: ProxyEnv = processProxyEnv()): URL | undefined {
+/** The proxy a request to `target` goes through and the variable that named it; undefined: direct. */
+export function proxyRouteFor(
+  target: string | URL,
+  env: ProxyEnv = processProxyEnv(),
+): { proxy: URL; variable: string } | undefined {
   const url = typeof target === "string" ? new URL(target) : target;
-  const proxy = url.protocol === "https:" ? env.https : url.protocol === "http:" ? env.http : undefined;
+  const https = url.protocol === "https:";
+  const proxy = https ? env.https : url.protocol === "http:" ? env.http : undefined;
   if (!proxy) return undefined;
   const host = url.hostname
     .replace(/^\[(.*)\]$/, "$1")
     .replace(/\.$/, "")
     .toLowerCase();
   const port = url.port === "" ? (DEFAULT_PORT[url.protocol] ?? 0) : Number(url.port);
-  return excepted(env.exceptions, host, port) ? undefined : proxy;
+  if (excepted(env.exceptions, host, port)) return undefined;
+  const variable = (https ? env.from?.https : env.from?.http) ?? (https ? "HTTPS_PROXY" : "HTTP_PROXY");
+  return { proxy, variable };
+}
+
+/** The proxy a request to `target` goes through, or undefined: straight there. */
+export function proxyFor(target: string | URL, env: ProxyEnv = processProxyEnv()): URL | undefined {
+  return proxyRouteFor(target, env)?.proxy;
 }
 
 let fromProcess: ProxyEnv | undefined;

@@ -38,6 +38,58 @@ test("--check exits 2 on a malformed HTTPS_PROXY, naming it, its password never 
   assert.equal((await cli(["--check", "--config", path], { HTTPS_PROXY: "http://proxy:3128" })).code, 0);
 });
 
+// Every form an operator writes by hand (#34): no scheme, a `/` or an `@` in the password, a user
+// alone. The value does not parse, so redaction cannot lean on the parser.
+const CREDENTIALED_BAD = [
+  ["user:s3cret@proxy:31x8", "***@proxy:31x8"],
+  ["http://user:pa/ss3cret@proxy:3128", "http://***@proxy:3128"],
+  ["http://us@er:p@ss3cret@proxy:31x8", "http://***@proxy:31x8"],
+  ["https://s3cret@proxy corp:3128", "https://***@proxy corp:3128"],
+  ["svc:s3cret/x@@proxy", "***@proxy"],
+] as const;
+
+test("--check and a daemon start never echo a proxy password, parsed or not, on stdout or stderr", async () => {
+  const path = config(tempDir());
+  for (const [value, shown] of CREDENTIALED_BAD) {
+    for (const args of [
+      ["--check", "--config", path],
+      ["--config", path],
+    ]) {
+      const res = await cli(args, { HTTPS_PROXY: value });
+      const said = `${res.stdout}\n${res.stderr}`;
+      assert.equal(res.code, 2, `${value} ${args.join(" ")}: ${said}`);
+      assert.ok(res.stderr.includes(`HTTPS_PROXY is not a URL (${shown})`), `${value}: ${said}`);
+      assert.doesNotMatch(said, /s3cret|pa\/ss/, `${value} ${args.join(" ")}`);
+    }
+  }
+});
+
+test("--check and a daemon start refuse an https:// proxy Pub/Sub would cross, in one line, and accept it exempted", async () => {
+  const dir = tempDir();
+  const path = config(dir, "sources: {pubsub: {topics: [/event/LoginEventStream]}}");
+  const env = { HTTPS_PROXY: "https://svc:s3cret@proxy.corp:3129" };
+  for (const args of [
+    ["--check", "--config", path],
+    ["--config", path],
+  ]) {
+    const res = await cli(args, env);
+    const said = `${res.stdout}\n${res.stderr}`;
+    assert.equal(res.code, 2, said);
+    const lines = res.stderr.trim().split("\n");
+    assert.equal(lines.length, 1, said);
+    assert.match(lines[0]!, /HTTPS_PROXY names an https:\/\/ proxy \(https:\/\/proxy\.corp:3129\)/);
+    assert.match(
+      lines[0]!,
+      /set HTTPS_PROXY to http:\/\/proxy\.corp:3129, or add api\.pubsub\.salesforce\.com to NO_PROXY/,
+    );
+    assert.doesNotMatch(said, /s3cret/);
+  }
+  const exempt = await cli(["--check", "--config", path], { ...env, NO_PROXY: ".salesforce.com" });
+  assert.equal(exempt.code, 0, exempt.stderr);
+  // Without Pub/Sub topics the https proxy serves the HTTP clients alone, which tunnel through it.
+  assert.equal((await cli(["--check", "--config", config(tempDir())], env)).code, 0);
+});
+
 test("--check exits 2 on a tls file that is missing, not a certificate, half a pair, or not the pair's key", async () => {
   const dir = tempDir();
   const notPem = writeFile(dir, "not.pem", "hello\n");

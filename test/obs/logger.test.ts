@@ -17,6 +17,19 @@ function capture(format: LogFormat, level = "debug") {
 const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
 
 describe("process log format", () => {
+  it("no format writes a URL's password, whether in the message, a field or an error (#34)", () => {
+    for (const format of ["json", "logfmt", "text"] as const) {
+      const { logger, lines } = capture(format);
+      logger.warn(
+        { proxy: "http://svc:pa/ss@proxy:3128", err: new Error("GET https://u:hunter2@loki/x failed") },
+        "via http://svc:hunter2@proxy:3128",
+      );
+      assert.equal(lines.length, 1);
+      assert.doesNotMatch(lines[0]!, /hunter2|pa\/ss/, format);
+      assert.match(lines[0]!, /http:\/\/\*\*\*@proxy:3128/, format);
+    }
+  });
+
   it("json: event, level in Python's words, ISO UTC timestamp, then the fields, one record per line", () => {
     const { logger, lines } = capture("json");
     logger.child({ component: "pubsub", org: "prod" }).warn({ topic: "/event/X", n: 3 }, "stream error");

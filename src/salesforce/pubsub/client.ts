@@ -11,6 +11,9 @@ import {
 } from "@grpc/grpc-js";
 import { metrics, type Counter, type Gauge, type Meter } from "@opentelemetry/api";
 import type avsc from "avsc";
+import { grpcRoute } from "../../util/grpc-route.ts";
+import { routeGrpcLogs } from "./grpc-log.ts";
+import type { ProxyEnv } from "../../util/proxy-env.ts";
 import { systemClock, type Clock } from "../../util/clock.ts";
 import { silentLogger, type Logger } from "../../obs/logger.ts";
 import type { AccessToken, TokenSource } from "../auth.ts";
@@ -83,6 +86,8 @@ export interface PubSubClientOptions {
   unaryDeadlineMs?: number;
   /** Default PUBSUB_KEEPALIVE (tests shorten it). */
   keepalive?: { timeMs: number; timeoutMs: number };
+  /** Default: this process's proxy variables (tests pass their own). */
+  proxy?: ProxyEnv;
 }
 
 interface ClientInstruments {
@@ -143,7 +148,11 @@ export class PubSubClient implements PubSubSubscriber {
       "grpc.http2.max_pings_without_data": 0,
       "grpc.max_receive_message_length": 64 * 1024 * 1024,
     };
-    this.#channel = new Client(this.#opts.endpoint, creds, options);
+    // grpc-js's own lines, as records of ours (here, not at daemon start: gRPC loads only with Pub/Sub).
+    routeGrpcLogs(this.#log);
+    // Through the proxy the environment names for this endpoint, decided as for every other client.
+    const route = grpcRoute(this.#opts.endpoint, this.#opts.insecure === true, this.#opts.proxy);
+    this.#channel = new Client(route.target, creds, { ...options, ...route.options });
     return this.#channel;
   }
 
