@@ -23,6 +23,20 @@ const BASE_MS = (Math.floor(Date.now() / 3_600_000) - 1) * 3_600_000;
 export const SOURCE_RUN = 100;
 
 /** Entries shaped like the Python benchmark's corpus: ~280-byte JSON lines, ApiEvent rows. */
+/** `corpus` over `streams` Pub/Sub topics, in runs of 100 entries each, as live topics arrive. */
+export function spreadOver(corpus: readonly LogEntry[], streams: number): LogEntry[] {
+  return corpus.map(
+    (e, i) =>
+      new LogEntry({
+        timestampNs: e.timestampNs,
+        labels: { source: "pubsub", event_type: `Topic${Math.floor(i / 100) % streams}EventStream` },
+        line: e.line,
+        structuredMetadata: e.structuredMetadata,
+        checkpoint: e.checkpoint,
+      }),
+  );
+}
+
 export function makeCorpus(n: number): LogEntry[] {
   const out: LogEntry[] = new Array<LogEntry>(n);
   for (let i = 0; i < n; i++) {

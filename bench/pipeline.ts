@@ -48,6 +48,8 @@ export interface ReceiverCounts {
 /** What a benchmark needs of a receiver, wherever it runs. */
 export interface BenchReceiver {
   readonly pushUrl: string;
+  /** Sent as X-Scope-OrgID (a multi-tenant Loki); unset: none. */
+  readonly tenant?: string;
   setLatency(ms: number): Promise<void>;
   /** Forgets accepted entries (so memory does not pile up across passes) and clears faults. */
   reset(): Promise<void>;
@@ -247,6 +249,7 @@ function buildRig(
   batch: BatchSettings,
   lost?: AbortSignal,
   limits?: LokiLimits,
+  tenant?: string,
 ) {
   const meter = (metrics ??= createMetrics({ version: "bench" })).meter;
   const sink = createLokiSink(
@@ -257,6 +260,7 @@ function buildRig(
       labels: {},
       batch: { max_line_bytes: batch.max_line_bytes },
       ...(limits ? { limits } : {}),
+      ...(tenant === undefined ? {} : { tenant_id: tenant }),
     },
     { meter },
   );
@@ -305,7 +309,14 @@ export async function e2ePass(
 ): Promise<E2eResult> {
   await receiver.reset(); // also clears faults, so the latency is set after it
   if (latencyMs > 0) await receiver.setLatency(latencyMs);
-  const rig = buildRig(entries, receiver.pushUrl, { ...E2E_BATCH, ...batch }, receiver.lost, limits);
+  const rig = buildRig(
+    entries,
+    receiver.pushUrl,
+    { ...E2E_BATCH, ...batch },
+    receiver.lost,
+    limits,
+    receiver.tenant,
+  );
   const before = await receiver.counts();
   const { ms, cpuMs } = await rig.run();
   const { accepted, requests, cpuMicros: receiverCpu } = await receiver.counts();

@@ -6,9 +6,9 @@
 // Prints one JSON line (bench/run.ts reads the last line).
 //   node bench/streams-per-request.ts [entries] [--samples N] [--min-window-ms MS]
 import { parseArgs } from "node:util";
-import { LogEntry } from "../src/model.ts";
+import type { LogEntry } from "../src/model.ts";
 import { LOKI_DEFAULT_LIMITS } from "../src/sinks/loki/limits.ts";
-import { makeCorpus } from "./codec.ts";
+import { makeCorpus, spreadOver } from "./codec.ts";
 import { e2eWindow, startChildReceiver } from "./pipeline.ts";
 
 const { values, positionals } = parseArgs({
@@ -35,21 +35,8 @@ const LIMITS = {
 };
 
 const single = makeCorpus(N);
-/** The corpus over `topics` streams, in runs of 100 entries each. */
-function spread(topics: number): LogEntry[] {
-  return single.map(
-    (e, i) =>
-      new LogEntry({
-        timestampNs: e.timestampNs,
-        labels: { source: "pubsub", event_type: `Topic${Math.floor(i / 100) % topics}EventStream` },
-        line: e.line,
-        structuredMetadata: e.structuredMetadata,
-        checkpoint: e.checkpoint,
-      }),
-  );
-}
-const three = spread(3);
-const twenty = spread(20);
+const three = spreadOver(single, 3);
+const twenty = spreadOver(single, 20);
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
