@@ -865,8 +865,17 @@ export class HaRig {
    * Waits until `r` holds the lease (its log) and exports sf2loki_leader 1 (the sampler), both after
    * `since`; returns when each happened.
    */
-  async takeover(r: Replica, since: number): Promise<{ acquiredAt: number; gaugeAt: number }> {
-    const acquiredAt = await r.waitLog(ACQUIRED, since, TTL_MS + RENEW_MS + 10_000);
+  async takeover(r: Replica, since: number, extraMs = 0): Promise<{ acquiredAt: number; gaugeAt: number }> {
+    let acquiredAt: number;
+    try {
+      acquiredAt = await r.waitLog(ACQUIRED, since, TTL_MS + RENEW_MS + 10_000 + extraMs);
+    } catch (err) {
+      // Why the lease was not free is in the other replicas' logs (a leader that never gave it up).
+      const others = this.replicas.filter((o) => o !== r).map((o) => `${o.name}:\n${o.tail()}`);
+      throw new Error(`${(err as Error).message}\nthe other replicas' logs end:\n${others.join("\n")}`, {
+        cause: err,
+      });
+    }
     await waitFor(() => this.sampler.firstLeading(r.name, since) !== undefined, 5000, `${r.name}'s gauge`);
     return { acquiredAt, gaugeAt: this.sampler.firstLeading(r.name, since)! };
   }
@@ -1071,7 +1080,10 @@ export async function isolateLeader(
 
   const cutAt = Date.now();
   pairing.isolate("replica-a", how, scope);
-  const takeover = await rig.takeover(b, cutAt);
+  // A store-only cut is noticed by a's watchdog, not by the lease: a pushes on until its uncommitted
+  // window is full, then must make no progress for stall_timeout before it resigns (about 7 s here, more
+  // on a loaded host), so b's wait holds that much more than a lease cut's.
+  const takeover = await rig.takeover(b, cutAt, scope === "all" ? 0 : 2 * STALL_MS);
   if (how === "pause") pairing.reconnect("replica-a");
   await eventually(async () => (await a.leaderGauge()) === 0, 20_000, "a to say it no longer leads");
   const demotedAt = Date.now();
