@@ -15,6 +15,7 @@ import { checkEntitlement } from "./checks/entitlement.ts";
 import { checkLimits } from "./checks/limits.ts";
 import { checkLoki } from "./checks/loki.ts";
 import { checkPermissions } from "./checks/permissions.ts";
+import { checkProxy } from "./checks/proxy.ts";
 import { checkPubSub } from "./checks/pubsub.ts";
 import { checkState } from "./checks/state.ts";
 import { checkTelemetry } from "./checks/telemetry.ts";
@@ -23,6 +24,7 @@ import { checkTransforms } from "./checks/transforms.ts";
 
 /** Every check after `config`, in order; the names a failed config or org selection SKIPs. */
 export const CHECK_ORDER = [
+  "proxy",
   "auth",
   "permissions",
   "pubsub",
@@ -118,6 +120,7 @@ function scoped(org: OrgUnderCheck, row: CheckRow): CheckRow {
 
 async function runChecks(env: DoctorEnv, orgs: OrgUnderCheck[], rows: CheckRow[]): Promise<void> {
   const signal = (): AbortSignal => AbortSignal.any([env.signal, AbortSignal.timeout(CALL_TIMEOUT_MS)]);
+  rows.push(...(await checkProxy(env, orgs)));
   const authed = new Map<OrgUnderCheck, boolean>();
   for (const org of orgs) {
     const row = await checkAuth(org, signal());

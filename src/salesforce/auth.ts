@@ -7,6 +7,7 @@ import type { Dispatcher } from "../util/http-dispatchers.ts";
 import { systemClock } from "../util/clock.ts";
 import { Mutex } from "../util/mutex.ts";
 import { fullJitter, retry, type RetryPolicy } from "../util/retry.ts";
+import { unreachable } from "../util/proxy-fault.ts";
 import { silentLogger, type Logger } from "../obs/logger.ts";
 import type { AccessToken, AccessTokenSource } from "./access-token.ts";
 import { AuthError, orgPrefix } from "./auth-errors.ts";
@@ -199,7 +200,7 @@ export class TokenProvider implements TokenSource {
           ...(signal ? { signal } : {}),
           onRetry: (err, attempt, delayMs) => {
             this.#log.warn(
-              { attempt, delayMs: Math.round(delayMs), err: String(err) },
+              { attempt, delayMs: Math.round(delayMs), err: unreachable(err, this.#loginUrl).text },
               "token request failed; retrying",
             );
           },
@@ -302,8 +303,9 @@ export class TokenProvider implements TokenSource {
         status: err.status,
       });
     }
+    const { text, hint } = unreachable(err, this.#loginUrl);
     return new AuthError(
-      `${where} failed after ${AUTH_RETRY_POLICY.maxAttempts} attempts: ${err instanceof Error ? err.message : String(err)}; check network access to ${this.#loginUrl}`,
+      `${where} failed after ${AUTH_RETRY_POLICY.maxAttempts} attempts: ${text}; ${hint}`,
       { cause: err },
     );
   }

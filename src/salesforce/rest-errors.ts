@@ -1,6 +1,7 @@
 // The one error family of the Salesforce REST side. Callers branch on the class (or `code`), never
 // on the wording: throttled aborts a cycle, transient is retried, everything else is contained.
-import { Sf2LokiError } from "../errors.ts";
+import { Sf2LokiError, describeError } from "../errors.ts";
+import { unreachable } from "../util/proxy-fault.ts";
 
 export class SalesforceApiError extends Sf2LokiError {
   /** HTTP status, when a response was received. */
@@ -79,12 +80,15 @@ export class SalesforceHttpError extends SalesforceApiError {
 
 /** No usable response: connection refused or reset, timeout, a body cut short. Transient. */
 export class SalesforceTransportError extends SalesforceApiError {
-  constructor(where: string, cause: unknown) {
-    super(
-      "SF2LOKI_SF_TRANSPORT",
-      `could not reach Salesforce for ${where}: ${cause instanceof Error ? cause.message : String(cause)}; retried, check network access to the instance`,
-      { transient: true, cause },
-    );
+  /** `target`: the instance URL the request was for, when known (names a proxy that failed). */
+  constructor(where: string, cause: unknown, target?: string) {
+    const { text, hint } = target
+      ? unreachable(cause, target)
+      : { text: describeError(cause), hint: "check network access to the instance" };
+    super("SF2LOKI_SF_TRANSPORT", `could not reach Salesforce for ${where}: ${text}; retried, ${hint}`, {
+      transient: true,
+      cause,
+    });
   }
 }
 

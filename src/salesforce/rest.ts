@@ -197,13 +197,14 @@ export class RestClient {
         ...(signal ? { signal } : {}),
       });
     } catch (err) {
-      throw this.#transport(where, err, signal);
+      throw this.#transport(where, err, signal, token.instanceUrl);
     }
   }
 
-  #transport(where: string, err: unknown, signal: AbortSignal | undefined): unknown {
+  /** `target`: the instance reached, so a proxy that refused the connection is named as the proxy. */
+  #transport(where: string, err: unknown, signal: AbortSignal | undefined, target?: string): unknown {
     if (signal?.aborted) return signal.reason;
-    return err instanceof SalesforceTransportError ? err : new SalesforceTransportError(where, err);
+    return err instanceof SalesforceTransportError ? err : new SalesforceTransportError(where, err, target);
   }
 
   /** The client's retry settings, for a caller that retries a whole exchange itself. */

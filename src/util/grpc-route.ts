@@ -14,8 +14,11 @@ export interface GrpcRoute {
   target: string;
   /** Channel options to merge into the client's own. */
   options: Record<string, string | number>;
-  /** The proxy, without credentials, and the variable that named it; undefined: direct. */
-  via?: { proxy: string; variable: string };
+  /**
+   * The proxy, without credentials, and the variable that named it; undefined: direct. `url` (with its
+   * credentials) and `tunnelTo` are for a probe that asks the proxy for the same tunnel.
+   */
+  via?: { proxy: string; variable: string; url: URL; tunnelTo: string };
 }
 
 /** `host:port`, `[v6]:port` or `host` (port 443) of a gRPC endpoint, with any `dns:` scheme stripped. */
@@ -56,6 +59,6 @@ export function grpcRoute(endpoint: string, insecure: boolean, env: ProxyEnv = p
   return {
     target: `dns:${proxy.hostname}:${proxy.port || "80"}`,
     options,
-    via: { proxy: shown, variable },
+    via: { proxy: shown, variable, url: proxy, tunnelTo: `${host}:${port}` },
   };
 }

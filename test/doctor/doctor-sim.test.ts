@@ -72,6 +72,7 @@ describe("sf2loki doctor against the simulated org", () => {
     const names = lines.slice(1, -2).map((l) => l.split(/\s+/)[0]);
     assert.deepEqual(names, [
       "config",
+      "proxy",
       "auth",
       "permissions",
       "pubsub:/event/LoginEventStream",
@@ -87,7 +88,7 @@ describe("sf2loki doctor against the simulated org", () => {
       "limits",
     ]);
     assert.equal(lines.at(-2), "");
-    assert.match(lines.at(-1)!, /^11 passed, 0 warnings, 0 failed, 3 skipped$/);
+    assert.match(lines.at(-1)!, /^12 passed, 0 warnings, 0 failed, 3 skipped$/);
     assert.match(
       r.stdout,
       /auth\s+PASS\s+flow=client_credentials instance_url=http:\/\/127\.0\.0\.1:\d+ org_id=00DSIM/,

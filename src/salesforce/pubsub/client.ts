@@ -8,17 +8,19 @@ import {
   type ChannelOptions,
   type ClientDuplexStream,
   type MethodDefinition,
+  status,
 } from "@grpc/grpc-js";
 import { metrics, type Counter, type Gauge, type Meter } from "@opentelemetry/api";
 import type avsc from "avsc";
-import { grpcRoute } from "../../util/grpc-route.ts";
+import { grpcRoute, type GrpcRoute } from "../../util/grpc-route.ts";
+import { probeProxy } from "../../util/proxy-probe.ts";
 import { routeGrpcLogs } from "./grpc-log.ts";
 import type { ProxyEnv } from "../../util/proxy-env.ts";
 import { systemClock, type Clock } from "../../util/clock.ts";
 import { silentLogger, type Logger } from "../../obs/logger.ts";
 import type { AccessToken, TokenSource } from "../auth.ts";
 import { DecodeHealth } from "./decode-health.ts";
-import { SchemaFetchError, StreamStalledError, isUnauthenticated } from "./errors.ts";
+import { SchemaFetchError, StreamStalledError, grpcCode, isGrpcError, isUnauthenticated } from "./errors.ts";
 import {
   pubSubProto,
   type FetchRequest,
@@ -38,6 +40,8 @@ export const UNARY_DEADLINE_MS = 30_000;
  * channel keep going to the dead one (each ending at its own deadline).
  */
 export const PUBSUB_KEEPALIVE = { timeMs: 30_000, timeoutMs: 10_000 } as const;
+/** The look at the proxy after an UNAVAILABLE answers within this many ms. */
+const PROXY_PROBE_MS = 3000;
 
 export interface SubscribeRequest {
   topic: string;
@@ -105,6 +109,8 @@ export class PubSubClient implements PubSubSubscriber {
   readonly #m: ClientInstruments;
   readonly #stallMs: number;
   #channel: Client | undefined;
+  /** The proxy the channel goes through, once it is built; undefined: direct. */
+  #via: GrpcRoute["via"];
 
   constructor(opts: PubSubClientOptions) {
     this.#opts = opts;
@@ -152,8 +158,28 @@ export class PubSubClient implements PubSubSubscriber {
     routeGrpcLogs(this.#log);
     // Through the proxy the environment names for this endpoint, decided as for every other client.
     const route = grpcRoute(this.#opts.endpoint, this.#opts.insecure === true, this.#opts.proxy);
+    this.#via = route.via;
     this.#channel = new Client(route.target, creds, { ...options, ...route.options });
     return this.#channel;
+  }
+
+  /**
+   * grpc-js words a proxy that refused the connection as "UNAVAILABLE: No connection established",
+   * exactly as it words Salesforce being down: when the channel goes through a proxy, one look at the
+   * proxy (the tunnel this channel asks for) says which it was, and the error then names the proxy.
+   */
+  async #namingProxy(err: unknown): Promise<unknown> {
+    const via = this.#via;
+    if (!via || grpcCode(err) !== status.UNAVAILABLE || !isGrpcError(err)) return err;
+    const probe = await probeProxy(via.url, via.tunnelTo, PROXY_PROBE_MS);
+    if (probe.ok) return err;
+    const clause = `proxy ${via.url.host} (from ${via.variable}) ${probe.what}`;
+    const details = `${clause}; check that the proxy is up and lets sf2loki through, or list ${via.tunnelTo.replace(/:\d+$/, "")} in NO_PROXY (was: ${err.details ?? ""})`;
+    return Object.assign(new Error(`${status.UNAVAILABLE} UNAVAILABLE: ${details}`, { cause: err }), {
+      code: err.code,
+      details,
+      metadata: err.metadata,
+    });
   }
 
   close(): void {
@@ -202,7 +228,7 @@ export class PubSubClient implements PubSubSubscriber {
       });
     } catch (err) {
       if (isUnauthenticated(err)) this.#auth.invalidate(token.accessToken);
-      throw err;
+      throw await this.#namingProxy(err);
     } finally {
       if (onAbort) signal?.removeEventListener("abort", onAbort);
     }
@@ -280,7 +306,7 @@ export class PubSubClient implements PubSubSubscriber {
         throw new StreamStalledError(topic, this.#stallMs);
       }
       if (isUnauthenticated(err)) this.#auth.invalidate(token.accessToken);
-      throw err;
+      throw await this.#namingProxy(err);
     } finally {
       watchdog.stop();
       signal.removeEventListener("abort", onAbort);

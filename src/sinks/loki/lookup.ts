@@ -6,9 +6,9 @@
 // log queries collapse copies on.
 import { isClosed, type Dispatcher } from "../../util/http-dispatchers.ts";
 import { originDispatcher } from "../../util/routed-dispatchers.ts";
+import { unreachable } from "../../util/proxy-fault.ts";
 import type { TlsOptions } from "../../util/tls-files.ts";
 import { parseDuration } from "../../config/duration.ts";
-import { describeError } from "../../errors.ts";
 import type { Labels, LogEntry } from "../../model.ts";
 import { systemClock, type Clock } from "../../util/clock.ts";
 import { StoredLookupError, type LookupHorizon, type StoredAnswer, type StoredLookup } from "../sink.ts";
@@ -131,7 +131,8 @@ export class LokiLookup implements StoredLookup {
     } catch (err) {
       if (err instanceof StoredLookupError) throw err;
       if (signal.aborted) throw err;
-      throw this.#failure("unreachable", `transport error: ${describeError(err)}`, queries, err);
+      const { text } = unreachable(err, this.#base);
+      throw this.#failure("unreachable", `transport error: ${text}`, queries, err);
     }
     return { stored, queries };
   }

@@ -6,6 +6,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Counter } from "@opentelemetry/api";
 import type { Dispatcher } from "../../util/http-dispatchers.ts";
 import { originDispatcher } from "../../util/routed-dispatchers.ts";
+import { unreachable } from "../../util/proxy-fault.ts";
 import type { TlsOptions } from "../../util/tls-files.ts";
 import { describeError } from "../../errors.ts";
 import type { Logger } from "../../obs/logger.ts";
@@ -186,7 +187,8 @@ export class PushService {
         signal,
       );
     } catch (err) {
-      throw new TransientAttemptError(`transport error: ${describeError(err)}`, undefined, { cause: err });
+      const { text } = unreachable(err, url);
+      throw new TransientAttemptError(`transport error: ${text}`, undefined, { cause: err });
     }
     const { status, headers, raw, text } = res;
     const answer: Answer = { status, headers, raw, text };
