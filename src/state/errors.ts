@@ -71,6 +71,8 @@ export class StateAccessDeniedError extends Sf2LokiError {
 export interface ObjectStoreHints {
   /** `s3://bucket/key` or `gs://bucket/object`. */
   location: string;
+  /** The URL the store's requests go to, when known: a proxy that refused them is named as the proxy. */
+  endpoint?: string;
   /** The config key that picks the object (`state.s3.key`, `state.gcs.object_name`). */
   configKey: string;
   /** `key` or `object`, as the backend's own docs say it. */
@@ -215,6 +217,20 @@ export const stateErrors = {
   },
 
   /** A command could not reach the store at all; the daemon retries such failures by itself. */
+  /** The store's requests go through a proxy, and the proxy is what failed (`fault`, proxy-fault.ts). */
+  proxyDown(
+    hints: ObjectStoreHints,
+    op: string,
+    fault: string,
+    hint: string,
+    cause: unknown,
+  ): StateUnavailableError {
+    return new StateUnavailableError(
+      `${op} on ${hints.location} failed: ${fault}; ${hint} (a running daemon retries by itself)`,
+      { cause },
+    );
+  },
+
   unavailable(location: string, cause: unknown): StateUnavailableError {
     return new StateUnavailableError(
       `the state store ${location} did not answer (${describeCause(cause)}): check its endpoint, the ` +

@@ -96,7 +96,7 @@ export class GcsBackend implements ObjectBackend {
     if (settings.service_file) checkServiceAccountFile(settings.service_file, `${section}.service_file`);
     this.#timeoutMs = opts.requestTimeoutMs ?? GCS_REQUEST_TIMEOUT_MS;
     this.#options = { ...gcsStorageOptions(settings, this.#timeoutMs), ...opts.storageOptions };
-    this.hints = gcsHints(settings, section);
+    this.hints = { ...gcsHints(settings, section), endpoint: settings.endpoint_url ?? GCS_ENDPOINT };
   }
 
   #file() {

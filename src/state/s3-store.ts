@@ -45,6 +45,12 @@ export const S3_DEADLINES: Readonly<S3Deadlines> = {
 };
 
 /** The client config the settings imply; exported so `doctor` can build the same client. */
+/** The URL the S3 client sends to: `endpoint_url`, or AWS's regional (or global) endpoint. */
+function s3EndpointUrl(settings: S3StateSettings): string {
+  if (settings.endpoint_url) return settings.endpoint_url;
+  return `https://s3.${settings.region ? `${settings.region}.` : ""}amazonaws.com`;
+}
+
 export function s3ClientConfig(
   settings: S3StateSettings,
   deadlines: S3Deadlines = S3_DEADLINES,
@@ -52,7 +58,7 @@ export function s3ClientConfig(
   const endpoint = settings.endpoint_url ?? undefined;
   const region = settings.region ?? (endpoint ? "us-east-1" : undefined);
   // Direct or through the environment's proxy, decided on the host the client talks to (node-agents.ts).
-  const agent = nodeAgentOptions(endpoint ?? `https://s3.${region ? `${region}.` : ""}amazonaws.com`);
+  const agent = nodeAgentOptions(s3EndpointUrl(settings));
   return {
     ...(region ? { region } : {}),
     ...(endpoint
@@ -91,7 +97,7 @@ export class S3Backend implements ObjectBackend {
   constructor(settings: S3StateSettings, overrides: Partial<S3ClientConfig> = {}, deadlines?: S3Deadlines) {
     this.#settings = settings;
     this.#config = { ...s3ClientConfig(settings, deadlines), ...overrides };
-    this.hints = s3Hints(settings);
+    this.hints = { ...s3Hints(settings), endpoint: s3EndpointUrl(settings) };
   }
 
   #s3(): S3Client {

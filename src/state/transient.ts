@@ -1,6 +1,7 @@
 // What counts as a blip worth retrying, for both object stores: throttling and server statuses, and
 // every way a socket can fail before, during or after a request (including a body that dies mid-transfer).
 import { Sf2LokiError } from "../errors.ts";
+import { StateUnavailableError } from "./errors.ts";
 
 /** S3 error codes that mean "try again" (spec C §1.7), plus the throttling names other SDKs use. */
 export const TRANSIENT_CODES: ReadonlySet<string> = new Set([
@@ -70,6 +71,7 @@ export function isNetworkError(err: unknown): boolean {
 export function isOutage(err: unknown): boolean {
   // The store's own typed errors (corrupt, locked, fenced, denied, unavailable) already say what
   // happened: never re-read as an outage because a cause deep inside mentions a socket.
+  if (err instanceof StateUnavailableError) return true;
   if (err instanceof Sf2LokiError) return false;
   if (isNetworkError(err)) return true;
   const e = (err ?? {}) as { $metadata?: { httpStatusCode?: number }; code?: unknown; statusCode?: unknown };

@@ -16,8 +16,12 @@ import { DEMO_SECRET, startDemoWorld, type DemoWorld } from "../../src/sim/demo-
 import { startLokiReceiver } from "../../src/sim/loki.ts";
 import { simSalesforceSettings } from "../../src/sim/salesforce/index.ts";
 import { createLokiSink } from "../../src/sinks/loki/sink.ts";
+import { AzureCheckpointStore } from "../../src/state/azure/store.ts";
+import { GcsCheckpointStore } from "../../src/state/gcs-store.ts";
+import { S3CheckpointStore } from "../../src/state/s3-store.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { readProxyEnv } from "../../src/util/proxy-env.ts";
+import { azuriteConnectionString } from "../support/azurite.ts";
 import { cli } from "../support/cli.ts";
 import { setProxyVariables } from "../support/proxy-env.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";
@@ -116,6 +120,38 @@ test("a Loki push names the proxy in its last attempt", async (t) => {
   assert.match(err.message, refused());
   assert.doesNotMatch(err.message, new RegExp(SECRET));
   assert.equal(receiver.counts.requests, 0);
+});
+
+test("the S3, GCS and Azure checkpoint stores name the proxy, not the store", async (t) => {
+  // Nothing needs to listen at the endpoints: the proxy refuses before any request leaves.
+  const endpoint = `http://127.0.0.1:${await closedPort()}`;
+  const clock = new ManualClock();
+  const stores = [
+    new S3CheckpointStore(
+      { bucket: "b", key: "state.json", endpoint_url: endpoint },
+      { clock, clientConfig: { credentials: { accessKeyId: "a", secretAccessKey: "b" } } },
+    ),
+    new GcsCheckpointStore({ bucket: "b", object_name: "state.json", endpoint_url: endpoint }, { clock }),
+    new AzureCheckpointStore(
+      {
+        container: "state",
+        blob_name: "state.json",
+        credential: "connection_string",
+        connection_string: azuriteConnectionString(endpoint),
+      },
+      { clock },
+    ),
+  ];
+  for (const store of stores) {
+    t.after(() => store.close());
+    const err = await store.load("k").then(
+      () => assert.fail(`${store.location} answered through a dead proxy`),
+      (e: unknown) => e as Error,
+    );
+    assert.equal((err as Error & { code?: string }).code, "SF2LOKI_STATE_UNAVAILABLE", err.message);
+    assert.ok(err.message.startsWith(`read on ${store.location} failed: `), err.message);
+    assertNamesTheProxy(err.message);
+  }
 });
 
 async function subscribeError(t: TestContext, proxy: string): Promise<Error> {

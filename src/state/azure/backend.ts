@@ -4,6 +4,7 @@
 // conflict rule, fencing) is the shared engine's.
 import type { BlockBlobClient, StoragePipelineOptions } from "@azure/storage-blob";
 import { azureHints } from "../backend-hints.ts";
+import { azureBlobEndpoint } from "./account.ts";
 import type { ObjectStoreHints } from "../errors.ts";
 import type { ErrorClass, ObjectBackend, Precondition, StoredObject } from "../object-backend.ts";
 import type { AzureStateSettings } from "../settings.ts";
@@ -28,7 +29,10 @@ export class AzureBackend implements ObjectBackend {
     this.#settings = settings;
     this.#section = opts.configSection ?? "state.azure";
     this.#pipeline = opts.pipelineOptions ?? {};
-    this.hints = azureHints(settings, this.#section);
+    this.hints = {
+      ...azureHints(settings, this.#section),
+      endpoint: azureBlobEndpoint(settings, this.#section),
+    };
   }
 
   #blob(): Promise<BlockBlobClient> {
