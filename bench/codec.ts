@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import protobuf from "protobufjs";
 import snappy from "snappy";
 import { LogEntry } from "../src/model.ts";
-import { groupStreams } from "../src/sinks/loki/streams.ts";
+import { groupStreams } from "../src/sinks/receiving-loki/streams.ts";
 import { encodePushRequest } from "../src/sinks/loki/encode-protobuf.ts";
 import { encodeRequestSync } from "../src/sinks/loki/request.ts";
 

@@ -11,7 +11,7 @@ import { createMetrics } from "../src/obs/metrics.ts";
 import { IngestTally } from "../src/pipeline/ingest-tally.ts";
 import { PipelineMetrics } from "../src/pipeline/metrics.ts";
 import { capLines } from "../src/sinks/wire/line-cap.ts";
-import { checkLimits, LOKI_DEFAULT_LIMITS } from "../src/sinks/loki/limits.ts";
+import { checkLimits, LOKI_DEFAULT_LIMITS } from "../src/sinks/receiving-loki/limits.ts";
 import { encodeRequestSync } from "../src/sinks/loki/request.ts";
 import { makeCorpus } from "./codec.ts";
 

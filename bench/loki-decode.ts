@@ -9,7 +9,7 @@
 // Run: `node bench/loki-decode.ts [entries] [batchSize]` prints one JSON line.
 import snappy from "snappy";
 import { makeCorpus } from "./codec.ts";
-import { groupStreams } from "../src/sinks/loki/streams.ts";
+import { groupStreams } from "../src/sinks/receiving-loki/streams.ts";
 import { encodePushRequest } from "../src/sinks/loki/encode-protobuf.ts";
 import { unsnappy } from "../src/sim/loki-decode.ts";
 import { decodePushRequest } from "../src/sim/loki-decode-fast.ts";

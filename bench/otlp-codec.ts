@@ -7,7 +7,7 @@
 import { parseArgs } from "node:util";
 import { LogEntry } from "../src/model.ts";
 import { encodePushRequest } from "../src/sinks/loki/encode-protobuf.ts";
-import { groupStreams } from "../src/sinks/loki/streams.ts";
+import { groupStreams } from "../src/sinks/receiving-loki/streams.ts";
 import { encodeExportLogsRequest } from "../src/sinks/otlp/encode.ts";
 import { makeCorpus } from "./codec.ts";
 

@@ -22,7 +22,7 @@ import { Pipeline } from "../src/pipeline/pipeline.ts";
 import { DEFAULT_BATCH_SETTINGS, type BatchSettings } from "../src/pipeline/settings.ts";
 import { createMetrics } from "../src/obs/metrics.ts";
 import { createLokiSink } from "../src/sinks/loki/sink.ts";
-import type { LokiLimits } from "../src/sinks/loki/limits.ts";
+import type { LokiLimits } from "../src/sinks/receiving-loki/limits.ts";
 import type { Sink } from "../src/sinks/sink.ts";
 import { PUSH_PATH, startLokiReceiver } from "../src/sim/loki.ts";
 import { MemoryStore, ScriptedSource } from "../test/support/fakes.ts";

@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { LogEntry } from "../src/model.ts";
-import { LOKI_DEFAULT_LIMITS } from "../src/sinks/loki/limits.ts";
+import { LOKI_DEFAULT_LIMITS } from "../src/sinks/receiving-loki/limits.ts";
 import { startRealLoki, type RealLoki } from "../test/loki-real/support/real-loki.ts";
 import { makeCorpus, spreadOver } from "./codec.ts";
 import { e2ePass, type BenchReceiver, type E2eResult, type ReceiverCounts } from "./pipeline.ts";

@@ -7,7 +7,7 @@
 //   node bench/streams-per-request.ts [entries] [--samples N] [--min-window-ms MS]
 import { parseArgs } from "node:util";
 import type { LogEntry } from "../src/model.ts";
-import { LOKI_DEFAULT_LIMITS } from "../src/sinks/loki/limits.ts";
+import { LOKI_DEFAULT_LIMITS } from "../src/sinks/receiving-loki/limits.ts";
 import { makeCorpus, spreadOver } from "./codec.ts";
 import { e2eWindow, startChildReceiver } from "./pipeline.ts";
 

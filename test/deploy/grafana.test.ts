@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { DASHBOARDS_DIR, dashboards, render } from "../../deploy/grafana/src/dashboards.ts";
-import { LABEL_ALLOWLIST } from "../../src/sinks/loki/labels.ts";
+import { LABEL_ALLOWLIST } from "../../src/sinks/receiving-loki/labels.ts";
 import { ELF_COLUMNS } from "./elf-columns.ts";
 import { promtoolCases, untestedAlerts } from "./promtool-tests.ts";
 import { logqlShape, parseQuery } from "./query-syntax.ts";

@@ -4,7 +4,7 @@
 // label outside it.
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { LABEL_ALLOWLIST } from "../../src/sinks/loki/labels.ts";
+import { LABEL_ALLOWLIST } from "../../src/sinks/receiving-loki/labels.ts";
 import { logqlStreamLabels, promqlNames } from "./query-syntax.ts";
 import type { Query } from "./queries.ts";
 

@@ -9,7 +9,7 @@ import { LogEntry, type Labels } from "../../src/model.ts";
 import { createLogger } from "../../src/obs/logger.ts";
 import { DEMO_POLLING } from "../../src/sim/demo-polling.ts";
 import { startDemoWorld } from "../../src/sim/demo-world.ts";
-import { LOKI_DEFAULT_LIMITS } from "../../src/sinks/loki/limits.ts";
+import { LOKI_DEFAULT_LIMITS } from "../../src/sinks/receiving-loki/limits.ts";
 import { runDaemon } from "../support/two-orgs.ts";
 import { tempDir } from "../support/tmp.ts";
 import { nowNs, realLokiForFile } from "./support/real-loki.ts";

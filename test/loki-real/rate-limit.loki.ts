@@ -11,7 +11,7 @@ import { DEFAULT_BATCH_SETTINGS } from "../../src/pipeline/settings.ts";
 import type { Logger } from "../../src/obs/logger.ts";
 import { createLokiSink } from "../../src/sinks/loki/sink.ts";
 import type { Sink } from "../../src/sinks/sink.ts";
-import { lokiBytesOf } from "../../src/sinks/loki/tenant-pacer.ts";
+import { lokiBytesOf } from "../../src/sinks/receiving-loki/tenant-pacer.ts";
 import { MemoryStore, ScriptedSource } from "../support/fakes.ts";
 import { otlpSinkTo } from "./support/otlp-sink.ts";
 import { nowNs, protobufSinkSettings, realLokiForFile } from "./support/real-loki.ts";

@@ -9,7 +9,7 @@ import { LogEntry, type Labels } from "../../src/model.ts";
 import type { DeadLetterGroup } from "../../src/pipeline/dead-letters.ts";
 import { Pipeline } from "../../src/pipeline/pipeline.ts";
 import { DEFAULT_BATCH_SETTINGS } from "../../src/pipeline/settings.ts";
-import { LOKI_DEFAULT_LIMITS, type LokiLimits } from "../../src/sinks/loki/limits.ts";
+import { LOKI_DEFAULT_LIMITS, type LokiLimits } from "../../src/sinks/receiving-loki/limits.ts";
 import { createLokiSink } from "../../src/sinks/loki/sink.ts";
 import { MemoryStore, ScriptedSource } from "../support/fakes.ts";
 import { faultProxy } from "./support/fault-proxy.ts";

@@ -14,7 +14,7 @@ import { NO_TRANSFORMS } from "../../src/egress/transforms.ts";
 import { LogEntry, type Labels } from "../../src/model.ts";
 import { buildTopicSchema, generateEvent } from "../../src/sim/salesforce/events.ts";
 import { encodeJsonPush } from "../../src/sinks/loki/encode-json.ts";
-import { groupStreams } from "../../src/sinks/loki/streams.ts";
+import { groupStreams } from "../../src/sinks/receiving-loki/streams.ts";
 import { ElfFileShaper } from "../../src/sources/eventlogfile/shape.ts";
 import { EntryShaper } from "../../src/sources/shaping/entry.ts";
 import { canonicalJson } from "../../src/sources/shaping/json.ts";

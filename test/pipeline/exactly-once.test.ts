@@ -12,7 +12,7 @@ import { DEFAULT_RECONCILE } from "../../src/pipeline/reconcile.ts";
 import { DEFAULT_BATCH_SETTINGS, type BatchSettings } from "../../src/pipeline/settings.ts";
 import { startLokiReceiver, type LokiReceiver } from "../../src/sim/loki.ts";
 import { createLokiSink, type LokiSink } from "../../src/sinks/loki/sink.ts";
-import { LOKI_DEFAULT_LIMITS } from "../../src/sinks/loki/limits.ts";
+import { LOKI_DEFAULT_LIMITS } from "../../src/sinks/receiving-loki/limits.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { MemoryStore, ScriptedSource } from "../support/fakes.ts";
 import { settings } from "../sinks/loki/support.ts";

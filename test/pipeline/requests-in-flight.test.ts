@@ -9,7 +9,7 @@ import { LogEntry } from "../../src/model.ts";
 import { Pipeline } from "../../src/pipeline/pipeline.ts";
 import { DEFAULT_RECONCILE } from "../../src/pipeline/reconcile.ts";
 import { DEFAULT_BATCH_SETTINGS } from "../../src/pipeline/settings.ts";
-import { LOKI_DEFAULT_LIMITS } from "../../src/sinks/loki/limits.ts";
+import { LOKI_DEFAULT_LIMITS } from "../../src/sinks/receiving-loki/limits.ts";
 import { createLokiSink } from "../../src/sinks/loki/sink.ts";
 import { createOtlpSink } from "../../src/sinks/otlp/sink.ts";
 import type { Sink } from "../../src/sinks/sink.ts";

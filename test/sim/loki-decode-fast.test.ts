@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import protobuf from "protobufjs";
 import { LogEntry, type Labels } from "../../src/model.ts";
-import { groupStreams } from "../../src/sinks/loki/streams.ts";
+import { groupStreams } from "../../src/sinks/receiving-loki/streams.ts";
 import { encodePushRequest } from "../../src/sinks/loki/encode-protobuf.ts";
 import { decodePushRequest } from "../../src/sim/loki-decode-fast.ts";
 import { decodePushRequestReference } from "../../src/sim/loki-decode-reference.ts";

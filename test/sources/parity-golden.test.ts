@@ -16,7 +16,7 @@ import type {
 import { replayIdFromSequence } from "../../src/salesforce/pubsub/proto.ts";
 import { parseSchema } from "../../src/salesforce/pubsub/schema-cache.ts";
 import { simApexLog, type SimApexLog, type SimRecord } from "../../src/sim/salesforce-rest/index.ts";
-import { renderLabels } from "../../src/sinks/loki/labels.ts";
+import { renderLabels } from "../../src/sinks/receiving-loki/labels.ts";
 import { ApexLogSource } from "../../src/sources/apexlog/source.ts";
 import { APEXLOG_DEFAULTS } from "../../src/sources/apexlog/settings.ts";
 import { EventLogObjectsSource } from "../../src/sources/eventlog-objects/source.ts";

@@ -1,7 +1,7 @@
 // Loki's JSON push body: the debugging encoding. Timestamps are exact integer-nanosecond strings,
 // labels and metadata keys sorted, so the same batch always yields the same bytes.
 import type { Labels } from "../../model.ts";
-import type { StreamGroup } from "./streams.ts";
+import type { StreamGroup } from "../receiving-loki/streams.ts";
 import { sortedKeys } from "../wire/protobuf.ts";
 
 function jsonObject(map: Labels): string {

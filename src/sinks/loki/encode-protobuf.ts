@@ -2,7 +2,7 @@
 // objects and no intermediate writers. Two passes over the batch: sizes first, then bytes.
 // Field numbers match proto/loki_push.proto; proto3 zero scalars are omitted, as Loki's Go encoder does.
 // bench/codec.ts measures this file against protobufjs on the same batches.
-import type { StreamGroup } from "./streams.ts";
+import type { StreamGroup } from "../receiving-loki/streams.ts";
 import {
   NO_SHAPE,
   hasShape,

@@ -9,7 +9,7 @@ import { promisify } from "node:util";
 import snappy from "snappy";
 import type { Batch } from "../../model.ts";
 import type { WireFormat } from "./settings.ts";
-import { groupStreams } from "./streams.ts";
+import { groupStreams } from "../receiving-loki/streams.ts";
 import { encodePushRequest } from "./encode-protobuf.ts";
 import { encodeJsonPush } from "./encode-json.ts";
 import type { EncodedRequest } from "../wire/push-service.ts";

@@ -16,7 +16,7 @@ import {
   type EncodedRequest,
   type PushDeadlines,
 } from "../wire/push-service.ts";
-import { LokiRateLimitedError, parseRateLimited } from "./rate-limited.ts";
+import { LokiRateLimitedError, parseRateLimited } from "../receiving-loki/rate-limited.ts";
 import type { RequestSlots } from "../sink.ts";
 
 export type LokiDeadlines = PushDeadlines;

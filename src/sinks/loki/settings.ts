@@ -1,8 +1,8 @@
 // The sink's slice of the YAML config (`sink.loki.*`), snake_case exactly as operators write it.
 // The zod schema owns defaults and coercion; this file owns what the sink itself must reject.
 import type { TlsFiles } from "../../util/tls-files.ts";
-import type { LokiLimits } from "./limits.ts";
-import type { LookupSettings } from "./lookup.ts";
+import type { LokiLimits } from "../receiving-loki/limits.ts";
+import type { LookupSettings } from "../receiving-loki/lookup.ts";
 
 export interface LokiSinkSettings {
   /** Full push URL, e.g. `https://logs-prod-xx.grafana.net/loki/api/v1/push`. */

@@ -13,17 +13,17 @@ import {
   type RequestSlots,
   type Sink,
 } from "../sink.ts";
-import { attribute, storedOf } from "./attribute.ts";
-import { pushByStream, type DeliverContext, type PushShaping } from "./prepare.ts";
-import { LOKI_DEFAULT_LIMITS } from "./limits.ts";
-import { parseRefusals } from "./refusals.ts";
+import { attribute, storedOf } from "../receiving-loki/attribute.ts";
+import { pushByStream, type DeliverContext, type PushShaping } from "../receiving-loki/prepare.ts";
+import { LOKI_DEFAULT_LIMITS } from "../receiving-loki/limits.ts";
+import { parseRefusals } from "../receiving-loki/refusals.ts";
 import { authHeaders } from "../wire/auth.ts";
-import { guardStaticLabels, renderLabels } from "./labels.ts";
+import { guardStaticLabels, renderLabels } from "../receiving-loki/labels.ts";
 import { deliverIsolating } from "../wire/isolate.ts";
 import { AcceptedStreams } from "../wire/accepted-streams.ts";
 import { closePool, parsePushUrl, present } from "../wire/endpoint.ts";
 import { readTlsFiles } from "../../util/tls-files.ts";
-import { createLokiSinkMetrics, type LokiSinkMetrics } from "./metrics.ts";
+import { createLokiSinkMetrics, type LokiSinkMetrics } from "../receiving-loki/metrics.ts";
 import { encodeRequest } from "./request.ts";
 import {
   LokiRejectedError,
@@ -32,8 +32,8 @@ import {
   LOKI_DEADLINES,
   type LokiDeadlines,
 } from "./service.ts";
-import { LokiLookup, lookupHorizonOf, queryBaseOf } from "./lookup.ts";
-import { tenantPacerFor, type TenantPacer } from "./tenant-pacer.ts";
+import { LokiLookup, lookupHorizonOf, queryBaseOf } from "../receiving-loki/lookup.ts";
+import { tenantPacerFor, type TenantPacer } from "../receiving-loki/tenant-pacer.ts";
 import { wireFormatOf, type LokiSinkSettings, type WireFormat } from "./settings.ts";
 
 export interface LokiSinkDeps {

@@ -6,8 +6,8 @@
 // where Loki refuses whatever is over an hour behind the newest entry. A Loki told to index
 // `sf2loki.stream` keeps them apart, as the Loki sink's streams are.
 import type { Labels } from "../../model.ts";
-import { escapeLabelValue, renderLabels } from "../loki/labels.ts";
-import type { StreamQuery } from "../loki/lookup.ts";
+import { escapeLabelValue, renderLabels } from "../receiving-loki/labels.ts";
+import type { StreamQuery } from "../receiving-loki/lookup.ts";
 
 /** Stream labels that name the org, sent as resource attributes under OpenTelemetry's names. */
 export const RESOURCE_ATTRIBUTE_OF: Readonly<Record<string, string>> = {

@@ -1,7 +1,7 @@
 // The OTLP sink's slice of the config: the transport from `sink.otlp` (or an org's own
 // `orgs[].sink.otlp`), and what shapes a batch from `sink.loki` (line cap, Loki's limits).
-import type { LokiLimits } from "../loki/limits.ts";
-import type { LookupSettings } from "../loki/lookup.ts";
+import type { LokiLimits } from "../receiving-loki/limits.ts";
+import type { LookupSettings } from "../receiving-loki/lookup.ts";
 import type { TlsFiles } from "../../util/tls-files.ts";
 import type { AuthSettings } from "../wire/auth.ts";
 

@@ -17,11 +17,11 @@ import {
   type RequestSlots,
   type Sink,
 } from "../sink.ts";
-import { LOKI_DEFAULT_LIMITS } from "../loki/limits.ts";
-import { attribute, storedOf } from "../loki/attribute.ts";
-import { pushByStream, type DeliverContext, type PushShaping } from "../loki/prepare.ts";
-import { parseRefusals, type ParsedRefusals } from "../loki/refusals.ts";
-import { createLokiSinkMetrics, type LokiSinkMetrics } from "../loki/metrics.ts";
+import { LOKI_DEFAULT_LIMITS } from "../receiving-loki/limits.ts";
+import { attribute, storedOf } from "../receiving-loki/attribute.ts";
+import { pushByStream, type DeliverContext, type PushShaping } from "../receiving-loki/prepare.ts";
+import { parseRefusals, type ParsedRefusals } from "../receiving-loki/refusals.ts";
+import { createLokiSinkMetrics, type LokiSinkMetrics } from "../receiving-loki/metrics.ts";
 import { authHeaders } from "../wire/auth.ts";
 import { closePool, parsePushUrl, present } from "../wire/endpoint.ts";
 import { readTlsFiles, type TlsOptions } from "../../util/tls-files.ts";
@@ -38,10 +38,10 @@ import {
 } from "../wire/push-service.ts";
 import { readFailureMessage, readPartialSuccess } from "./answer.ts";
 import { STREAM_ATTRIBUTE, STREAM_LABEL, lokiIndexLabels, lokiQueryOf } from "./mapping.ts";
-import { LokiLookup, lookupHorizonOf } from "../loki/lookup.ts";
-import { LokiRateLimitedError, parseRateLimited } from "../loki/rate-limited.ts";
-import { tenantPacerFor, type TenantPacer } from "../loki/tenant-pacer.ts";
-import { renderLabels } from "../loki/labels.ts";
+import { LokiLookup, lookupHorizonOf } from "../receiving-loki/lookup.ts";
+import { LokiRateLimitedError, parseRateLimited } from "../receiving-loki/rate-limited.ts";
+import { tenantPacerFor, type TenantPacer } from "../receiving-loki/tenant-pacer.ts";
+import { renderLabels } from "../receiving-loki/labels.ts";
 import { encodeOtlpRequest, type OtlpRequestSettings } from "./request.ts";
 import type { OtlpSinkSettings } from "./settings.ts";
 

@@ -35,7 +35,7 @@ interface Seen {
   tokensAtMs: number;
 }
 
-/** One stream of a push: its label key and entries (sinks/loki/streams.ts groups them). */
+/** One stream of a push: its label key and entries (sinks/receiving-loki/streams.ts groups them). */
 export interface PushStream {
   readonly labels: string;
   readonly entries: readonly LogEntry[];

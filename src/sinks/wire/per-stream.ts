@@ -8,7 +8,7 @@
 // once (and the lane's slots bound them further), the batch done when all are, and a request stored
 // while another failed is told as landed so the pipeline's retry does not send it twice.
 import type { LogEntry } from "../../model.ts";
-import { groupStreams } from "../loki/streams.ts";
+import { groupStreams } from "../receiving-loki/streams.ts";
 import type { LandListener } from "../sink.ts";
 import type { AcceptedStreams, PushStream } from "./accepted-streams.ts";
 import type { PushDrops } from "./drops.ts";

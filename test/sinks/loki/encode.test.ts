@@ -5,7 +5,7 @@ import { gunzipSync } from "node:zlib";
 import protobuf from "protobufjs";
 import snappy from "snappy";
 import { LogEntry } from "../../../src/model.ts";
-import { groupStreams } from "../../../src/sinks/loki/streams.ts";
+import { groupStreams } from "../../../src/sinks/receiving-loki/streams.ts";
 import { encodePushRequest } from "../../../src/sinks/loki/encode-protobuf.ts";
 import { encodeJsonPush } from "../../../src/sinks/loki/encode-json.ts";
 import { encodeRequest, encodeRequestSync } from "../../../src/sinks/loki/request.ts";

@@ -8,7 +8,7 @@ import { LogEntry, type Labels } from "../../../src/model.ts";
 import { encodeRequestSync } from "../../../src/sinks/loki/request.ts";
 import { encodePushRequest } from "../../../src/sinks/loki/encode-protobuf.ts";
 import { encodeJsonPush } from "../../../src/sinks/loki/encode-json.ts";
-import { groupStreams } from "../../../src/sinks/loki/streams.ts";
+import { groupStreams } from "../../../src/sinks/receiving-loki/streams.ts";
 import { T0_NS } from "./support.ts";
 
 const sha256 = (b: Buffer): string => createHash("sha256").update(b).digest("hex");

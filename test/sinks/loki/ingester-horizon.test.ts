@@ -8,8 +8,8 @@ import {
   DEFAULT_INGESTERS_WITHIN_MS,
   flushProgressOf,
   ingestersWithinOf,
-} from "../../../src/sinks/loki/ingester-horizon.ts";
-import { LokiLookup } from "../../../src/sinks/loki/lookup.ts";
+} from "../../../src/sinks/receiving-loki/ingester-horizon.ts";
+import { LokiLookup } from "../../../src/sinks/receiving-loki/lookup.ts";
 import { LOKI_DEADLINES } from "../../../src/sinks/loki/service.ts";
 import { ManualClock } from "../../../src/util/clock.ts";
 import { listenLoopback } from "../../support/loopback.ts";

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ConfigError } from "../../../src/errors.ts";
-import { guardStaticLabels, renderLabels } from "../../../src/sinks/loki/labels.ts";
+import { guardStaticLabels, renderLabels } from "../../../src/sinks/receiving-loki/labels.ts";
 import { createLokiSink } from "../../../src/sinks/loki/sink.ts";
 import { settings } from "./support.ts";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { checkLimits, LOKI_DEFAULT_LIMITS } from "../../../src/sinks/loki/limits.ts";
+import { checkLimits, LOKI_DEFAULT_LIMITS } from "../../../src/sinks/receiving-loki/limits.ts";
 import { T0_NS, entry } from "./support.ts";
 
 const NOW_MS = Number(T0_NS / 1_000_000n) + 60_000;

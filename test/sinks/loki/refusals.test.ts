@@ -3,8 +3,8 @@
 // exactly as Loki's stream_test.go expects it. No network, no sim: strings in, refusals out.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { goTimeNs, parseRefusals, readSelector } from "../../../src/sinks/loki/refusals.ts";
-import { attribute } from "../../../src/sinks/loki/attribute.ts";
+import { goTimeNs, parseRefusals, readSelector } from "../../../src/sinks/receiving-loki/refusals.ts";
+import { attribute } from "../../../src/sinks/receiving-loki/attribute.ts";
 import { LogEntry } from "../../../src/model.ts";
 
 const STREAM = '{event_type="LoginEventStream", job="sf2loki", source="pubsub"}';

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { LogEntry } from "../../../src/model.ts";
-import { LOKI_DEFAULT_LIMITS } from "../../../src/sinks/loki/limits.ts";
+import { LOKI_DEFAULT_LIMITS } from "../../../src/sinks/receiving-loki/limits.ts";
 import { harness } from "./support.ts";
 
 const NOW_MS = Date.UTC(2026, 11, 1, 12);

@@ -8,8 +8,8 @@ import { ConfigError } from "../../../src/errors.ts";
 import { PermanentSinkError, RetryableSinkError, type DroppedEntries } from "../../../src/sinks/sink.ts";
 import { createOtlpSink, type OtlpSink } from "../../../src/sinks/otlp/sink.ts";
 import type { OtlpSinkSettings } from "../../../src/sinks/otlp/settings.ts";
-import { LOKI_DEFAULT_LIMITS } from "../../../src/sinks/loki/limits.ts";
-import { lokiBytesOf } from "../../../src/sinks/loki/tenant-pacer.ts";
+import { LOKI_DEFAULT_LIMITS } from "../../../src/sinks/receiving-loki/limits.ts";
+import { lokiBytesOf } from "../../../src/sinks/receiving-loki/tenant-pacer.ts";
 import { encodeExportResponse } from "../../support/otlp-proto.ts";
 import { startOtlpReceiver, statusBody, type OtlpReceiver } from "../../support/otlp-receiver.ts";
 

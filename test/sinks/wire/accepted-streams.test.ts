@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { LogEntry } from "../../../src/model.ts";
-import { LOKI_DEFAULT_LIMITS } from "../../../src/sinks/loki/limits.ts";
+import { LOKI_DEFAULT_LIMITS } from "../../../src/sinks/receiving-loki/limits.ts";
 import {
   AcceptedStreams,
   ACCEPTED_FRESH_MS,

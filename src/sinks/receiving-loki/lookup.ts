@@ -15,7 +15,7 @@ import { StoredLookupError, type LookupHorizon, type StoredAnswer, type StoredLo
 import { truncateLine } from "../wire/line-cap.ts";
 import { HorizonReader } from "./ingester-horizon.ts";
 import { groupStreams, type StreamGroup } from "./streams.ts";
-import type { LokiDeadlines } from "./service.ts";
+import type { PushDeadlines } from "../wire/push-service.ts";
 
 /**
  * Entries per page. Loki serves up to `max_entries_limit_per_query` (5000), but a page travels from
@@ -44,7 +44,7 @@ export interface LokiLookupOptions {
   authHeaders: Readonly<Record<string, string>>;
   /** `batch.max_line_bytes`: a line is stored as the push capped it. */
   maxLineBytes: number;
-  deadlines: LokiDeadlines;
+  deadlines: PushDeadlines;
   /** The push's CA bundle and client certificate (`sink.loki.tls`): the query API is the same Loki. */
   tls?: TlsOptions | undefined;
   /** Injected (tests); otherwise the lookup owns connections opened on first use (direct or via the proxy). */
