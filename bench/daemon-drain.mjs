@@ -26,11 +26,17 @@ const [{ createApp }, { validateConfig }] = await Promise.all([
 /** The next IPC message from the parent. */
 const next = () => new Promise((resolve) => process.once("message", resolve));
 
+/** The JS heap in use after a full collection (the parent starts this process with --expose-gc). */
+const heapLive = () => {
+  globalThis.gc?.();
+  return process.memoryUsage().heapUsed;
+};
+
 const app = createApp(validateConfig(await next()), { pollOnce: true, noHealthServer: true });
-process.send({ phase: "ready", rss: process.memoryUsage.rss() });
+process.send({ phase: "ready", rss: process.memoryUsage.rss(), heap: heapLive() });
 await next();
 const cpu0 = process.cpuUsage();
 await app.run(new AbortController().signal);
 const cpu = process.cpuUsage(cpu0);
-process.send({ phase: "done", cpu_seconds: (cpu.user + cpu.system) / 1e6 });
+process.send({ phase: "done", cpu_seconds: (cpu.user + cpu.system) / 1e6, heap: heapLive() });
 process.once("disconnect", () => process.exit(0));
