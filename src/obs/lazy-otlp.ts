@@ -5,6 +5,7 @@
 import type { AgentOptions } from "node:http";
 import type { PushMetricExporter, ResourceMetrics } from "@opentelemetry/sdk-metrics";
 import { nodeAgentOptions } from "../util/node-agents.ts";
+import { proxyFault, unreachable } from "../util/proxy-fault.ts";
 
 type ExportCallback = Parameters<PushMetricExporter["export"]>[1];
 
@@ -32,7 +33,22 @@ export class LazyOtlpExporter implements PushMetricExporter {
   export(metrics: ResourceMetrics, done: ExportCallback): void {
     this.#loaded().then(
       (exporter) => {
-        exporter.export(metrics, done);
+        exporter.export(metrics, (result) => {
+          // A proxy that is down is named as the proxy in the exporter's error (#34).
+          const fault =
+            result.error && URL.canParse(this.#url) ? proxyFault(result.error, this.#url) : undefined;
+          if (fault === undefined || !result.error) {
+            done(result);
+            return;
+          }
+          const { text, hint } = unreachable(result.error, this.#url);
+          done({
+            ...result,
+            error: new Error(`metric export to ${this.#url} failed: ${text}; ${hint}`, {
+              cause: result.error,
+            }),
+          });
+        });
       },
       (err: unknown) => {
         done({ code: FAILED, error: err instanceof Error ? err : new Error(String(err)) });

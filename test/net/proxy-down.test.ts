@@ -8,6 +8,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, test, type TestContext } from "node:test";
 import { stringify } from "yaml";
+import { kubeConfigFor, leaseApiFor } from "../../src/coordinate/k8s-lease/client.ts";
 import { TokenProvider, type TokenSource } from "../../src/salesforce/auth.ts";
 import { salesforceDispatcher } from "../../src/salesforce/connections.ts";
 import { PubSubClient, type SubscribeItem } from "../../src/salesforce/pubsub/client.ts";
@@ -16,6 +17,9 @@ import { DEMO_SECRET, startDemoWorld, type DemoWorld } from "../../src/sim/demo-
 import { startLokiReceiver } from "../../src/sim/loki.ts";
 import { simSalesforceSettings } from "../../src/sim/salesforce/index.ts";
 import { createLokiSink } from "../../src/sinks/loki/sink.ts";
+import { createOtlpSink } from "../../src/sinks/otlp/sink.ts";
+import { LazyOtlpExporter } from "../../src/obs/lazy-otlp.ts";
+import { resourceFromAttributes } from "@opentelemetry/resources";
 import { AzureCheckpointStore } from "../../src/state/azure/store.ts";
 import { GcsCheckpointStore } from "../../src/state/gcs-store.ts";
 import { S3CheckpointStore } from "../../src/state/s3-store.ts";
@@ -152,6 +156,57 @@ test("the S3, GCS and Azure checkpoint stores name the proxy, not the store", as
     assert.ok(err.message.startsWith(`read on ${store.location} failed: `), err.message);
     assertNamesTheProxy(err.message);
   }
+});
+
+test("the Kubernetes Lease client names the proxy", async () => {
+  const server = `http://127.0.0.1:${await closedPort()}`;
+  const kubeconfig = writeFile(
+    dir,
+    "kubeconfig.yaml",
+    [
+      "apiVersion: v1",
+      "kind: Config",
+      "clusters:",
+      `- name: emu\n  cluster:\n    server: ${server}`,
+      "users:\n- name: u\n  user:\n    token: t",
+      "contexts:\n- name: c\n  context:\n    cluster: emu\n    user: u",
+      "current-context: c",
+    ].join("\n"),
+  );
+  const api = leaseApiFor(kubeConfigFor({ namespace: "ns", kubeconfig }), "ns", "sf2loki");
+  const err = await api.read(AbortSignal.timeout(10_000)).then(
+    () => assert.fail("read a Lease through a dead proxy"),
+    (e: unknown) => e as Error,
+  );
+  assertNamesTheProxy(err.message);
+});
+
+test("OTLP: the logs sink's push and the metric exporter's export name the proxy", async (t) => {
+  const endpoint = `http://127.0.0.1:${await closedPort()}`;
+  const sink = createOtlpSink(
+    {
+      url: `${endpoint}/otlp/v1/logs`,
+      headers: {},
+      compression: "gzip",
+      service_name: "sf2loki",
+      batch: { max_line_bytes: 262_144 },
+    },
+    { clock: new ManualClock() },
+  );
+  t.after(() => sink.close());
+  const pushed = await sink.push(entries(1)).then(
+    () => assert.fail("exported logs through a dead proxy"),
+    (e: unknown) => e as Error,
+  );
+  assert.match(pushed.message, refused());
+
+  const exporter = new LazyOtlpExporter(`${endpoint}/v1/metrics`, {});
+  t.after(() => exporter.shutdown());
+  const result = await new Promise<{ code: number; error?: Error }>((resolve) => {
+    exporter.export({ resource: resourceFromAttributes({}), scopeMetrics: [] }, resolve);
+  });
+  assert.equal(result.code, 1);
+  assertNamesTheProxy(result.error?.message ?? "");
 });
 
 async function subscribeError(t: TestContext, proxy: string): Promise<Error> {

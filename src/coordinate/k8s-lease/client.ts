@@ -12,24 +12,37 @@ import {
 } from "@kubernetes/client-node";
 import { ConfigError, describeError } from "../../errors.ts";
 import { proxyFor } from "../../util/proxy-env.ts";
+import { proxyFault, unreachable } from "../../util/proxy-fault.ts";
 import type { LeaseApi, LeaseObject } from "./api.ts";
 
 export function leaseApiFor(kc: KubeConfig, namespace: string, name: string): LeaseApi {
   const api = kc.makeApiClient(CoordinationV1Api);
+  const server = kc.getCurrentCluster()?.server;
+  const call = (fn: () => Promise<V1Lease>): Promise<LeaseObject> =>
+    fn().then(fromV1, (err: unknown) => {
+      throw namingProxy(err, server);
+    });
   return {
-    read: async (signal) => fromV1(await api.readNamespacedLease({ name, namespace }, withSignal(signal))),
-    create: async (body, signal, opts) =>
-      fromV1(
-        await api.createNamespacedLease({ namespace, body: toV1(body), ...dryRun(opts) }, withSignal(signal)),
+    read: (signal) => call(() => api.readNamespacedLease({ name, namespace }, withSignal(signal))),
+    create: (body, signal, opts) =>
+      call(() =>
+        api.createNamespacedLease({ namespace, body: toV1(body), ...dryRun(opts) }, withSignal(signal)),
       ),
-    replace: async (body, signal, opts) =>
-      fromV1(
-        await api.replaceNamespacedLease(
+    replace: (body, signal, opts) =>
+      call(() =>
+        api.replaceNamespacedLease(
           { name, namespace, body: toV1(body), ...dryRun(opts) },
           withSignal(signal),
         ),
       ),
   };
+}
+
+/** A socket failure on the way to the API server through a proxy is the proxy's: say so (#34). */
+function namingProxy(err: unknown, server: string | undefined): unknown {
+  if (server === undefined || proxyFault(err, server) === undefined) return err;
+  const { text, hint } = unreachable(err, server);
+  return new Error(`${text}; ${hint}`, { cause: err });
 }
 
 function dryRun(opts: { dryRun?: boolean } | undefined): { dryRun?: string } {
