@@ -21,6 +21,12 @@ const CONNECT_FAILURES: Record<string, string> = {
   UND_ERR_SOCKET: "closed the connection",
 };
 
+/**
+ * Cut after the socket was up: through a tunnel that may be the proxy or the server behind it, so a
+ * request through a proxy is told so rather than blamed on either.
+ */
+const CUT_CODES: ReadonlySet<string> = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
+
 /** `refused the connection` for ECONNREFUSED, and so on; undefined for a code not of the socket. */
 export function connectFailureWords(code: string | undefined): string | undefined {
   return code === undefined ? undefined : CONNECT_FAILURES[code];
@@ -52,17 +58,17 @@ function textOf(e: unknown): string {
 }
 
 /** What went wrong at the socket, or the proxy's CONNECT status, in `err`'s chain; undefined: neither. */
-function socketFailure(err: unknown): { what: string } | { tunnelStatus: number } | undefined {
+function socketFailure(err: unknown): { what: string; code: string } | { tunnelStatus: number } | undefined {
   for (const e of chain(err)) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && CONNECT_FAILURES[code]) return { what: CONNECT_FAILURES[code] };
+    if (typeof code === "string" && CONNECT_FAILURES[code]) return { what: CONNECT_FAILURES[code], code };
     const text = textOf(e);
     for (const pattern of TUNNEL_REFUSALS) {
       const m = pattern.exec(text);
       if (m) return { tunnelStatus: Number(m[1]) };
     }
     const named = CODE_IN_TEXT.exec(text);
-    if (named) return { what: CONNECT_FAILURES[named[1]!]! };
+    if (named) return { what: CONNECT_FAILURES[named[1]!]!, code: named[1]! };
   }
   return undefined;
 }
@@ -90,7 +96,12 @@ export function proxyFault(
   const failure = socketFailure(err);
   if (!failure) return undefined;
   const proxy = `proxy ${hostPort(route.proxy)} (from ${route.variable})`;
-  if ("what" in failure) return `${proxy} ${failure.what}`;
+  if ("what" in failure) {
+    if (CUT_CODES.has(failure.code)) {
+      return `the connection through ${proxy} to ${hostPort(url)} was cut (${failure.code}), by the proxy or by the server behind it`;
+    }
+    return `${proxy} ${failure.what}`;
+  }
   return `${proxy} would not open a tunnel to ${hostPort(url)} (it answered HTTP ${failure.tunnelStatus} to CONNECT)`;
 }
 

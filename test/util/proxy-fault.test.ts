@@ -65,6 +65,12 @@ test("direct, NO_PROXY and HTTP answers of the server's own are never the proxy'
     undefined,
     "an http target does not go through HTTPS_PROXY",
   );
+  const reset = Object.assign(new Error("other side closed"), { code: "UND_ERR_SOCKET" });
+  assert.equal(
+    proxyFault(reset, target, readProxyEnv({ HTTPS_PROXY: "http://p:3128" })),
+    "the connection through proxy p:3128 (from HTTPS_PROXY) to login.example.com was cut (UND_ERR_SOCKET), by the proxy or by the server behind it",
+    "a cut after the tunnel was up is not blamed on the proxy alone",
+  );
   const status = Object.assign(new Error("HTTP 503 from the server"), { status: 503 });
   assert.equal(proxyFault(status, target, readProxyEnv({ HTTPS_PROXY: "http://p:3128" })), undefined);
   const direct = unreachable(refused, target, readProxyEnv({}));
