@@ -10,6 +10,7 @@ import { createApp } from "../../src/daemon/app.ts";
 import { deepMerge } from "../../src/config/env.ts";
 import { validateConfig } from "../../src/config/load.ts";
 import { DEMO_TOPICS, startDemoWorld } from "../../src/sim/demo-world.ts";
+import { runAppUntil } from "../support/run-app.ts";
 import { tempDir } from "../support/tmp.ts";
 import {
   buildCatalogue,
@@ -40,37 +41,30 @@ async function scrapeHealthyDaemon(): Promise<string> {
       sink: { loki: { egress: { max_bytes_per_second: 1_000_000_000 } } },
     });
     const app = createApp(validateConfig(tree));
-    const stop = new AbortController();
     const delivered = (): boolean =>
       Object.values(world.stats()).every((s) => s.emitted > 0 && s.delivered >= s.emitted) &&
       Object.values(world.pollingStats()).every((s) => s.emitted > 0 && s.delivered >= s.emitted);
     let scraped: string | undefined;
     let failure: Error | undefined;
-    const poll = setInterval(() => {
+    let asked = false;
+    // Once everything is delivered, one scrape; the app stops when it answered (or failed).
+    await runAppUntil(app, () => {
       const url = app.healthUrl();
-      if (url === undefined || !delivered() || scraped !== undefined) return;
-      fetch(`${url}/metrics`)
-        .then((r) => r.text())
-        .then(
-          (text) => {
-            scraped = text;
-            stop.abort();
-          },
-          (err: unknown) => {
-            failure = err instanceof Error ? err : new Error(String(err));
-            stop.abort();
-          },
-        );
-    }, 100);
-    const deadline = setTimeout(() => {
-      stop.abort();
-    }, 60_000);
-    try {
-      await app.run(stop.signal);
-    } finally {
-      clearInterval(poll);
-      clearTimeout(deadline);
-    }
+      if (!asked && url !== undefined && delivered()) {
+        asked = true;
+        fetch(`${url}/metrics`)
+          .then((r) => r.text())
+          .then(
+            (text) => {
+              scraped = text;
+            },
+            (err: unknown) => {
+              failure = err instanceof Error ? err : new Error(String(err));
+            },
+          );
+      }
+      return scraped !== undefined || failure !== undefined;
+    });
     if (failure !== undefined) throw failure;
     assert.ok(scraped, `the world was not delivered within 60 s: ${JSON.stringify(world.stats())}`);
     return scraped;

@@ -9,6 +9,7 @@ import { test } from "node:test";
 import { validateConfig } from "../../src/config/load.ts";
 import { createApp } from "../../src/daemon/app.ts";
 import { startDemoWorld } from "../../src/sim/demo-world.ts";
+import { runAppUntil } from "../support/run-app.ts";
 import { tempDir } from "../support/tmp.ts";
 
 test("one daemon with all four source kinds mints one token per org, shared by every source", async (t) => {
@@ -28,19 +29,7 @@ test("one daemon with all four source kinds mints one token per org, shared by e
   };
   const streamed = (): boolean =>
     Object.values(world.stats()).every((s) => s.emitted > 0 && s.delivered >= s.emitted);
-  const stop = new AbortController();
-  const poll = setInterval(() => {
-    if (polled() && streamed()) stop.abort();
-  }, 100);
-  const deadline = setTimeout(() => {
-    stop.abort();
-  }, 60_000);
-  try {
-    await app.run(stop.signal);
-  } finally {
-    clearInterval(poll);
-    clearTimeout(deadline);
-  }
+  await runAppUntil(app, () => polled() && streamed());
   assert.ok(streamed(), `Pub/Sub did not deliver: ${JSON.stringify(world.stats())}`);
   assert.ok(polled(), `the polling sources did not deliver: ${JSON.stringify(world.pollingStats())}`);
   const kinds = Object.keys(world.pollingStats()).map((key) => key.split(":")[0]);
