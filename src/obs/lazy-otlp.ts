@@ -5,7 +5,7 @@
 import type { AgentOptions } from "node:http";
 import type { PushMetricExporter, ResourceMetrics } from "@opentelemetry/sdk-metrics";
 import { nodeAgentOptions } from "../util/node-agents.ts";
-import { proxyFault, unreachable } from "../util/proxy-fault.ts";
+import { unreachable } from "../util/proxy-fault.ts";
 
 type ExportCallback = Parameters<PushMetricExporter["export"]>[1];
 
@@ -35,13 +35,13 @@ export class LazyOtlpExporter implements PushMetricExporter {
       (exporter) => {
         exporter.export(metrics, (result) => {
           // A proxy that is down is named as the proxy in the exporter's error (#34).
-          const fault =
-            result.error && URL.canParse(this.#url) ? proxyFault(result.error, this.#url) : undefined;
-          if (fault === undefined || !result.error) {
+          const named =
+            result.error && URL.canParse(this.#url) ? unreachable(result.error, this.#url) : undefined;
+          if (!named?.proxied) {
             done(result);
             return;
           }
-          const { text, hint } = unreachable(result.error, this.#url);
+          const { text, hint } = named;
           done({
             ...result,
             error: new Error(`metric export to ${this.#url} failed: ${text}; ${hint}`, {

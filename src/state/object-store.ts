@@ -8,7 +8,7 @@ import { Sf2LokiError } from "../errors.ts";
 import { silentLogger, type Logger } from "../obs/logger.ts";
 import { systemClock, type Clock } from "../util/clock.ts";
 import { Mutex } from "../util/mutex.ts";
-import { proxyFault, unreachable } from "../util/proxy-fault.ts";
+import { unreachable } from "../util/proxy-fault.ts";
 import type { RetryPolicy } from "../util/retry.ts";
 import {
   OBJECT_STORE_RETRY,
@@ -271,9 +271,9 @@ export class ObjectCheckpointStore implements CheckpointStore {
     if (verdict === "access-denied") return stateErrors.accessDenied(this.#backend.hints, op, err);
     if (verdict === "missing-scope") return stateErrors.missingScope(this.#backend.hints, op, err);
     const { endpoint } = this.#backend.hints;
-    if (verdict === "transient" && endpoint !== undefined && proxyFault(err, endpoint) !== undefined) {
-      const { text, hint } = unreachable(err, endpoint);
-      return stateErrors.proxyDown(this.#backend.hints, op, text, hint, err);
+    if (verdict === "transient" && endpoint !== undefined) {
+      const { text, hint, proxied } = unreachable(err, endpoint);
+      if (proxied) return stateErrors.proxyDown(this.#backend.hints, op, text, hint, err);
     }
     return err;
   }

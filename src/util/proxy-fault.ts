@@ -114,10 +114,12 @@ export function unreachable(
   err: unknown,
   target: string | URL,
   env: ProxyEnv = processProxyEnv(),
-): { text: string; hint: string } {
+): { text: string; hint: string; proxied: boolean } {
   const fault = proxyFault(err, target, env);
   const url = typeof target === "string" ? target : target.href;
-  if (fault === undefined) return { text: describeError(err), hint: `check network access to ${url}` };
+  if (fault === undefined) {
+    return { text: describeError(err), hint: `check network access to ${url}`, proxied: false };
+  }
   let host = url;
   try {
     host = new URL(url).hostname;
@@ -128,5 +130,6 @@ export function unreachable(
     // Node's tunnel errors quote the proxy URL, credentials and all.
     text: `${fault} (${withoutUserinfoIn(describeError(err))})`,
     hint: `check that the proxy is up and lets sf2loki through, or list ${host} in NO_PROXY to reach it directly`,
+    proxied: true,
   };
 }

@@ -12,7 +12,7 @@ import {
 } from "@kubernetes/client-node";
 import { ConfigError, describeError } from "../../errors.ts";
 import { proxyFor } from "../../util/proxy-env.ts";
-import { proxyFault, unreachable } from "../../util/proxy-fault.ts";
+import { unreachable } from "../../util/proxy-fault.ts";
 import type { LeaseApi, LeaseObject } from "./api.ts";
 
 export function leaseApiFor(kc: KubeConfig, namespace: string, name: string): LeaseApi {
@@ -40,9 +40,9 @@ export function leaseApiFor(kc: KubeConfig, namespace: string, name: string): Le
 
 /** A socket failure on the way to the API server through a proxy is the proxy's: say so (#34). */
 function namingProxy(err: unknown, server: string | undefined): unknown {
-  if (server === undefined || proxyFault(err, server) === undefined) return err;
-  const { text, hint } = unreachable(err, server);
-  return new Error(`${text}; ${hint}`, { cause: err });
+  if (server === undefined) return err;
+  const { text, hint, proxied } = unreachable(err, server);
+  return proxied ? new Error(`${text}; ${hint}`, { cause: err }) : err;
 }
 
 function dryRun(opts: { dryRun?: boolean } | undefined): { dryRun?: string } {
