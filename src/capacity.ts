@@ -3,6 +3,7 @@
 // (queue entries and bytes, batch size, the commit window, the sources' buffers) times what such
 // data costs in memory, plus the V8 young generation and heap growth the daemon's flags allow
 // (src/v8-flags.ts), plus a measured baseline. The stalled-Loki test holds a running daemon to it.
+import { pubsubActive, streamedTopics } from "./sources/pubsub/settings.ts";
 import type { Config } from "./config/schema.ts";
 import { resolvedOrgs } from "./config/orgs.ts";
 import { BATCH_MAX_BYTES as ELF_BATCH_BYTES } from "./salesforce/eventlogfile/csv-rows.ts";
@@ -86,7 +87,7 @@ export function memoryModel(config: Config, opts: MemoryModelOptions = {}): Memo
     parts[part] = (parts[part] ?? 0) + bytes * HEAP_PER_COST_BYTE;
   };
 
-  const streaming = orgs.some((o) => o.sources.pubsub.enabled && o.sources.pubsub.topics.length > 0);
+  const streaming = orgs.some((o) => pubsubActive(o.sources.pubsub));
   const bulk = orgs.some(
     (o) => o.sources.eventlogfile.enabled || o.sources.eventlog_objects.enabled || o.sources.apexlog.enabled,
   );
@@ -105,14 +106,14 @@ export function memoryModel(config: Config, opts: MemoryModelOptions = {}): Memo
 
   for (const org of orgs) {
     const s = org.sources;
-    if (s.pubsub.enabled && s.pubsub.topics.length > 0) {
+    if (pubsubActive(s.pubsub)) {
       const bridge = PUBSUB_BRIDGE_ENTRIES * entry;
       add(
         "pubsub bridge",
         s.pubsub.bridge_max_bytes > 0 ? Math.min(bridge, s.pubsub.bridge_max_bytes) : bridge,
       );
       // Flow-control credit: events the server may send per topic before the next fetch.
-      add("pubsub credit", s.pubsub.topics.length * s.pubsub.default_num_requested * entry);
+      add("pubsub credit", streamedTopics(s.pubsub).length * s.pubsub.default_num_requested * entry);
     }
     if (s.eventlogfile.enabled) {
       // Each download worker holds one batch (<= 64 KiB of CSV) as rows and entries; the bridge two more.
@@ -143,7 +144,7 @@ export function memoryModel(config: Config, opts: MemoryModelOptions = {}): Memo
 
 function loadedModules(config: Config): (keyof typeof MODULE_MIB)[] {
   const out = new Set<keyof typeof MODULE_MIB>();
-  if (resolvedOrgs(config).some((o) => o.sources.pubsub.enabled && o.sources.pubsub.topics.length > 0)) {
+  if (resolvedOrgs(config).some((o) => pubsubActive(o.sources.pubsub))) {
     out.add("pubsub");
   }
   const store = config.state.store;

@@ -18,6 +18,7 @@ interface DemoOptions {
   json?: boolean;
   lokiUrl?: string;
   tenantId?: string;
+  managed?: boolean;
 }
 
 /** A Loki of the operator's own, instead of the built-in receiver. */
@@ -47,6 +48,10 @@ export function demoCommand(io: CliIO, setExit: (code: number) => void): Command
       "push into this Loki (its base URL or push URL) and count the events back through LogQL",
     )
     .option("--tenant-id <tenant>", "with --loki-url: the X-Scope-OrgID to push and query as")
+    .option(
+      "--managed",
+      "stream through managed event subscriptions (ManagedSubscribe): the simulated org keeps the replay, sf2loki commits it",
+    )
     .action(async (opts: DemoOptions) => {
       const events = positiveInt(opts.events, "--events");
       const durationMs = positiveInt(opts.duration, "--duration") * 1000;
@@ -68,6 +73,7 @@ export function demoCommand(io: CliIO, setExit: (code: number) => void): Command
           seed: positiveInt(opts.seed, "--seed"),
           json: opts.json === true,
           own,
+          managed: opts.managed === true,
         }),
       );
     });
@@ -111,7 +117,14 @@ function statusLine(
 
 async function runDemo(
   io: CliIO,
-  o: { events: number; durationMs: number; seed: number; json: boolean; own: OwnLoki | undefined },
+  o: {
+    events: number;
+    durationMs: number;
+    seed: number;
+    json: boolean;
+    own: OwnLoki | undefined;
+    managed: boolean;
+  },
 ): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), "sf2loki-demo-"));
   // Loaded here, not at the top: every command shares this module graph, and the daemon needs none
@@ -127,6 +140,7 @@ async function runDemo(
     seed: o.seed,
     eventsPerTopic: o.events,
     ...(orgId ? { orgId } : {}),
+    managed: o.managed,
   });
   // The backlog is dated back from now, a second apart (at most MAX_BACKLOG_SPAN_MS): the oldest event.
   const oldestMs = Date.now() - Math.min(o.events * 1000, MAX_BACKLOG_SPAN_MS) - 60_000;
@@ -187,6 +201,18 @@ async function runDemo(
       delivered: Object.values(stats).reduce((n, s) => n + s.delivered, 0),
       duplicates: Object.values(stats).reduce((n, s) => n + s.duplicates, 0),
       missing,
+      // Where each managed subscription's replay stands on the (simulated) Salesforce side.
+      ...(o.managed
+        ? {
+            managed: world.org.stats().managed.map((m) => ({
+              subscription: m.developerName,
+              topic: m.topic,
+              committed: m.committed ?? null,
+              last: world.org.stats().topics[m.topic]?.maxReplayId ?? null,
+              commits: m.commits,
+            })),
+          }
+        : {}),
       ...(own && readBack
         ? {
             loki: {
@@ -210,6 +236,10 @@ async function runDemo(
       io.stdout(
         `  total: emitted ${summary.emitted}, delivered ${summary.delivered}, duplicates ${summary.duplicates}, missing ${missing}\n`,
       );
+      for (const m of summary.managed ?? [])
+        io.stdout(
+          `  managed ${m.subscription}: committed on Salesforce up to replay ${m.committed ?? "-"} of ${m.last ?? "-"} (${m.commits} commits)\n`,
+        );
       if (readBack) {
         io.stdout(
           `  counted in your Loki through LogQL; in Grafana (Explore, this Loki${own?.tenantId ? `, tenant ${own.tenantId}` : ""}):\n`,

@@ -1,5 +1,6 @@
 // Config load pipeline (spec C §4.1): read → YAML → ${VAR} → env overrides → schema → secrets.
 // No network access, so `--check` and the daemon validate exactly the same way.
+import { pubsubActive } from "../sources/pubsub/settings.ts";
 import { readFile } from "node:fs/promises";
 import { parseDocument } from "yaml";
 import type { z } from "zod";
@@ -42,7 +43,7 @@ export async function loadConfig(
   // An https:// proxy Pub/Sub would have to cross is refused here, at start, not met at first connect.
   for (const org of resolvedOrgs(config)) {
     const s = org.sources.pubsub;
-    if (s.enabled && s.topics.length > 0) grpcRoute(s.endpoint, s.insecure, proxy);
+    if (pubsubActive(s)) grpcRoute(s.endpoint, s.insecure, proxy);
   }
   return config;
 }

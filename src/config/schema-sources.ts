@@ -74,54 +74,103 @@ const transforms = meta(z.array(transformRule).default([]), {
 const identifier = (description: string) =>
   meta(z.string().regex(IDENT, "must be an identifier (letters, digits, underscore)"), { description });
 
-const pubsub = section(
-  z.strictObject({
-    enabled: bool(true, "Stream Pub/Sub topics (inert when `topics` is empty)."),
-    endpoint: str("api.pubsub.salesforce.com:7443", "Pub/Sub API gRPC endpoint (host:port)."),
-    insecure: bool(false, "Plaintext gRPC without TLS. Only for a local simulated org (`sf2loki sim`)."),
-    default_num_requested: int(100, "Flow-control credit: events requested per fetch (1–100).", {
-      min: 1,
-      max: 100,
+const managedSubscription = z
+  .strictObject({
+    name: meta(z.string().regex(IDENT, "must be a developer name (letters, digits, underscore)").optional(), {
+      description: "The ManagedEventSubscription's developer name (or give `id`).",
     }),
-    replay_preset: oneOf(
-      ["LATEST", "EARLIEST", "CUSTOM"],
-      "CUSTOM",
-      "Where a topic starts: CUSTOM resumes from the stored replay id (LATEST when none is stored).",
-    ),
-    invalid_checkpoint: oneOf(
-      ["earliest", "latest"],
-      "earliest",
-      "When a stored replay id cannot be used (not a replay id, or Salesforce rejects it as corrupted or " +
-        "expired): earliest replays the topic's retention (duplicates, no gap); latest skips to new events (a gap).",
-    ),
-    topics: strList(
-      "Topics to subscribe to; `*` discovers the org's *EventStream channels.",
-      [],
-      [["/event/LoginEventStream", "/event/ApiEventStream"]],
-    ),
-    include: strList("Globs a discovered topic must match (`*` also matches `/`).", ["*"]),
-    exclude: strList("Globs that remove discovered topics."),
-    rediscovery_interval: duration("1h", "How often `*` is re-resolved; 0 discovers at startup only."),
-    discover_event_store_pairs: bool(
-      false,
-      "`*` also discovers /event/<X>Event wherever an <X>EventStore exists (the newer RTEM generation, e.g. ApiAnomalyEvent). Off: exactly the Python version's *EventStream set.",
-    ),
-    sample: meta(
+    id: meta(
       z
-        .record(
-          z.string(),
-          z.preprocess((v) => (typeof v === "string" ? Number(v) : v), z.number().gt(0).max(1)),
-        )
-        .default({}),
-      {
-        description: "Topic glob → keep rate in (0, 1]; the first matching glob wins.",
-      },
+        .string()
+        .regex(/^[a-zA-Z0-9]{15}(?:[a-zA-Z0-9]{3})?$/, "must be a 15- or 18-character record id")
+        .optional(),
+      { description: "The ManagedEventSubscription's Tooling API record id (or give `name`)." },
     ),
-    transforms,
-    bridge_max_bytes: int(134_217_728, "Byte budget of the Pub/Sub bridge queue per org; 0 disables.", {
-      min: 0,
+    topic: meta(z.string().regex(/^\/[^\s]+$/, "must be a topic name such as /event/LoginEventStream"), {
+      description:
+        "The topic the subscription carries (its Metadata topicName): entries are labelled by it, and a " +
+        "subscription that carries another topic is refused with one line.",
     }),
-  }),
+  })
+  .superRefine((m, ctx) => {
+    if ((m.name === undefined) === (m.id === undefined))
+      ctx.addIssue({ code: "custom", path: [], message: "give exactly one of name and id" });
+  });
+
+const pubsub = section(
+  z
+    .strictObject({
+      enabled: bool(true, "Stream Pub/Sub topics (inert when `topics` is empty)."),
+      endpoint: str("api.pubsub.salesforce.com:7443", "Pub/Sub API gRPC endpoint (host:port)."),
+      insecure: bool(false, "Plaintext gRPC without TLS. Only for a local simulated org (`sf2loki sim`)."),
+      default_num_requested: int(100, "Flow-control credit: events requested per fetch (1–100).", {
+        min: 1,
+        max: 100,
+      }),
+      replay_preset: oneOf(
+        ["LATEST", "EARLIEST", "CUSTOM"],
+        "CUSTOM",
+        "Where a topic starts: CUSTOM resumes from the stored replay id (LATEST when none is stored).",
+      ),
+      invalid_checkpoint: oneOf(
+        ["earliest", "latest"],
+        "earliest",
+        "When a stored replay id cannot be used (not a replay id, or Salesforce rejects it as corrupted or " +
+          "expired): earliest replays the topic's retention (duplicates, no gap); latest skips to new events (a gap).",
+      ),
+      topics: strList(
+        "Topics to subscribe to; `*` discovers the org's *EventStream channels.",
+        [],
+        [["/event/LoginEventStream", "/event/ApiEventStream"]],
+      ),
+      include: strList("Globs a discovered topic must match (`*` also matches `/`).", ["*"]),
+      exclude: strList("Globs that remove discovered topics."),
+      rediscovery_interval: duration("1h", "How often `*` is re-resolved; 0 discovers at startup only."),
+      managed_subscriptions: meta(z.array(managedSubscription).default([]), {
+        description:
+          "Managed event subscriptions (Pub/Sub API beta, ManagedSubscribe): Salesforce keeps each one's replay " +
+          "id, committed by sf2loki only after Loki accepted the events (docs/pubsub.md). A topic listed here " +
+          "must not also be in `topics`.",
+        examples: [[{ name: "SF2Loki_LogoutEvents", topic: "/event/LogoutEventStream" }]],
+      }),
+      discover_event_store_pairs: bool(
+        false,
+        "`*` also discovers /event/<X>Event wherever an <X>EventStore exists (the newer RTEM generation, e.g. ApiAnomalyEvent). Off: exactly the Python version's *EventStream set.",
+      ),
+      sample: meta(
+        z
+          .record(
+            z.string(),
+            z.preprocess((v) => (typeof v === "string" ? Number(v) : v), z.number().gt(0).max(1)),
+          )
+          .default({}),
+        {
+          description: "Topic glob → keep rate in (0, 1]; the first matching glob wins.",
+        },
+      ),
+      transforms,
+      bridge_max_bytes: int(134_217_728, "Byte budget of the Pub/Sub bridge queue per org; 0 disables.", {
+        min: 0,
+      }),
+    })
+    .superRefine((p, ctx) => {
+      const seen = new Set<string>();
+      p.managed_subscriptions.forEach((m, i) => {
+        if (seen.has(m.topic))
+          ctx.addIssue({
+            code: "custom",
+            path: ["managed_subscriptions", i, "topic"],
+            message: `${m.topic} is carried by two managed subscriptions; each topic needs one`,
+          });
+        seen.add(m.topic);
+        if (p.topics.includes(m.topic))
+          ctx.addIssue({
+            code: "custom",
+            path: ["managed_subscriptions", i, "topic"],
+            message: `${m.topic} is also in sources.pubsub.topics: it would be subscribed twice; list it in one place`,
+          });
+      });
+    }),
   "Real-Time Event Monitoring, platform events and CDC over the Pub/Sub API (streaming lane).",
 );
 

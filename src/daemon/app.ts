@@ -3,6 +3,7 @@
 // process to standby in place; it never exits for it (#97). A lost term demotes first (leader gauge 0,
 // /readyz standby) and drains second (#17); a checkpoint store outage is retried in place, never fatal.
 
+import { streamedTopics } from "../sources/pubsub/settings.ts";
 import type { Config } from "../config/schema.ts";
 import { closeInOrder, graphCloseSteps } from "./close-steps.ts";
 import { describeError } from "../errors.ts";
@@ -178,7 +179,7 @@ class RunningApp implements App {
     this.#log.info(
       {
         orgs: this.graph.orgs.map((o) => o.org.name || "single"),
-        topics: this.graph.orgs.flatMap((o) => o.org.sources.pubsub.topics),
+        topics: this.graph.orgs.flatMap((o) => streamedTopics(o.org.sources.pubsub)),
         sink: withoutUserinfo(c.sink.loki.url),
         ...(this.graph.destinations.length > 1
           ? {

@@ -1,6 +1,7 @@
 // The offline half of the composition root: one function builds the whole graph from a config with no
 // network access, so `--check` and the daemon share exactly the same wiring (and the same guards:
 // label allowlist, source overlap, backend settings all fail here as config errors, exit 2).
+import { pubsubActive } from "../sources/pubsub/settings.ts";
 import { metrics as otel, type Meter } from "@opentelemetry/api";
 import type { Config } from "../config/schema.ts";
 import { resolvedOrgs, type ResolvedOrg } from "../config/orgs.ts";
@@ -263,7 +264,7 @@ function wireOrg(config: Config, org: ResolvedOrg, common: Common, pollOnce: boo
   };
   const fields = config.sink.loki.structured_metadata_fields;
   const inner: Source[] = [];
-  if (sources.pubsub.enabled && sources.pubsub.topics.length > 0) {
+  if (pubsubActive(sources.pubsub)) {
     const rules = compileTransforms(sources.pubsub.transforms, {
       source: "pubsub",
       salt: sources.transform_salt,

@@ -17,6 +17,7 @@ import { checkLoki } from "./checks/loki.ts";
 import { checkPermissions } from "./checks/permissions.ts";
 import { checkProxy } from "./checks/proxy.ts";
 import { checkPubSub } from "./checks/pubsub.ts";
+import { checkManagedSubscriptions } from "./checks/pubsub-managed.ts";
 import { checkState } from "./checks/state.ts";
 import { checkTelemetry } from "./checks/telemetry.ts";
 import { checkTraceFlags } from "./checks/traceflags.ts";
@@ -28,6 +29,7 @@ export const CHECK_ORDER = [
   "auth",
   "permissions",
   "pubsub",
+  "pubsub_managed",
   "entitlement",
   "traceflags",
   "loki",
@@ -142,6 +144,7 @@ async function runChecks(env: DoctorEnv, orgs: OrgUnderCheck[], rows: CheckRow[]
   };
   await perOrg("permissions", (org) => checkPermissions(org, signal()));
   await perOrg("pubsub", (org) => checkPubSub(org, signal()));
+  await perOrg("pubsub_managed", (org) => checkManagedSubscriptions(org, signal()));
   await perOrg("entitlement", (org) => checkEntitlement(org, env.clock, signal()));
   await perOrg("traceflags", (org) => checkTraceFlags(org, env.clock, signal()));
   const labels = await staticLabels(env, orgs, authed);

@@ -2,6 +2,7 @@
 // exempts, and where each org's Pub/Sub endpoint goes. Pub/Sub follows the same decision as every HTTP
 // client (util/grpc-route.ts), so the line states one rule; naming the Pub/Sub route spares an operator
 // guessing whether their NO_PROXY caught it.
+import { pubsubActive } from "../sources/pubsub/settings.ts";
 import { resolvedOrgs } from "../config/orgs.ts";
 import type { Config } from "../config/schema.ts";
 import { grpcRoute } from "../util/grpc-route.ts";
@@ -31,7 +32,7 @@ export function logProxy(log: Logger, proxy: ProxyEnv, pubsub: readonly PubSubEn
 export function logProxyAtStart(log: Logger, config: Config): void {
   const pubsub = resolvedOrgs(config)
     .map((o) => o.sources.pubsub)
-    .filter((s) => s.enabled && s.topics.length > 0)
+    .filter((s) => pubsubActive(s))
     .map((s) => ({ endpoint: s.endpoint, insecure: s.insecure }));
   logProxy(log, processProxyEnv(), pubsub);
 }

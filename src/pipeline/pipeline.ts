@@ -153,6 +153,10 @@ export class Pipeline {
       await run.execute();
     } finally {
       this.#running = false;
+      // After the drain's last commit: sources that mirror commits elsewhere finish them (bounded).
+      await Promise.allSettled(
+        routes.flatMap((r) => r.sources.map((source) => source.settled?.() ?? Promise.resolve())),
+      );
     }
   }
 

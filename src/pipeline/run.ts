@@ -18,6 +18,7 @@ import { Lane } from "./lane.ts";
 import type { DeadLetterSink } from "./dead-letters.ts";
 import type { PipelineMetrics } from "./metrics.ts";
 import { Producer } from "./producer.ts";
+import { CommitFeed } from "./commit-feed.ts";
 import { Reconciler, type ReconcileSettings } from "./reconcile.ts";
 import type { ReconcileMetrics } from "./reconcile-metrics.ts";
 import type { RefusalLog } from "./refusal-log.ts";
@@ -77,6 +78,8 @@ export class PipelineRun {
   readonly #draining = new AbortController();
   readonly #grace = new AbortController();
   readonly #producers: Producer[] = [];
+  /** The sources' checkpoint reader: the store's loads and what this run committed. */
+  readonly #feed: CommitFeed;
   readonly #tasks = new Set<Promise<unknown>>();
   readonly #outcome = Promise.withResolvers<undefined>();
   #ending = false;
@@ -86,6 +89,7 @@ export class PipelineRun {
     this.#stop = stop;
     this.abandoned = new AbandonedKeys(deps.metrics, deps.logger);
     this.#progress = new Progress(deps.clock);
+    this.#feed = new CommitFeed(deps.store);
     if (stop.aborted) this.#draining.abort(stop.reason);
     const draining = this.#draining.signal;
     for (const route of deps.routes)
@@ -97,7 +101,7 @@ export class PipelineRun {
         this.#producers.push(
           new Producer({
             source,
-            state: deps.store,
+            state: this.#feed,
             queue: lane.queue,
             tally,
             clock: deps.clock,
@@ -177,6 +181,7 @@ export class PipelineRun {
         onCommitted: (commits) => {
           this.#progress.progressed();
           onCommitted(commits);
+          this.#feed.published(commits);
         },
         onError: (err) => {
           this.#fail(err);

@@ -41,8 +41,14 @@ export async function startDemoWorld(opts: {
   polling?: SimPollingData;
   /** The simulated org's id (its streams' `sf_org_id`); a fixed one by default. */
   orgId?: string;
+  /**
+   * Stream every topic through a managed subscription (`SF2Loki_<Topic>`, defaultReplay EARLIEST)
+   * instead of Subscribe: Salesforce keeps the replay, and sf2loki commits it there (`demo --managed`).
+   */
+  managed?: boolean;
 }): Promise<DemoWorld> {
   const topics = opts.topics ?? DEMO_TOPICS;
+  const managed = opts.managed === true ? topics.map((topic) => managedDemoSubscription(topic)) : [];
   const org = await startSimOrg({
     seed: opts.seed ?? 1,
     eventsPerTopic: opts.eventsPerTopic,
@@ -50,6 +56,7 @@ export async function startDemoWorld(opts: {
     clientSecret: DEMO_SECRET,
     ...(opts.polling ? { polling: opts.polling } : {}),
     ...(opts.orgId ? { orgId: opts.orgId } : {}),
+    managedSubscriptions: managed.map((m) => ({ ...m, defaultReplay: "EARLIEST" as const })),
   });
   // Loki's default age limits: the simulated org dates its events in the present, so a clean demo
   // refuses nothing; an entry dated otherwise shows up as a drop, as it would against a real Loki.
@@ -63,7 +70,14 @@ export async function startDemoWorld(opts: {
     config: (statePath) => ({
       salesforce: simSalesforceConfig(org, DEMO_SECRET),
       sources: {
-        pubsub: { endpoint: org.pubsubEndpoint, insecure: true, topics, replay_preset: "EARLIEST" },
+        pubsub: {
+          endpoint: org.pubsubEndpoint,
+          insecure: true,
+          replay_preset: "EARLIEST",
+          ...(managed.length > 0
+            ? { managed_subscriptions: managed.map((m) => ({ name: m.developerName, topic: m.topic })) }
+            : { topics }),
+        },
         ...pollingSources(org.rest.data),
       },
       sink: { loki: { url: loki.pushUrl, batch: { flush_interval: "200ms" } } },
@@ -111,5 +125,16 @@ export async function startDemoWorld(opts: {
     stop: async () => {
       await Promise.allSettled([org.stop(), loki.stop()]);
     },
+  };
+}
+
+/** The demo's managed subscription for `topic`: `/event/LoginEventStream` -> `SF2Loki_LoginEventStream`. */
+export function managedDemoSubscription(topic: string): { developerName: string; topic: string } {
+  return {
+    developerName: `SF2Loki_${topic
+      .split("/")
+      .pop()!
+      .replace(/[^A-Za-z0-9]/g, "_")}`,
+    topic,
   };
 }

@@ -5,7 +5,14 @@ import type { LogEntry } from "../model.ts";
 import { systemClock, type Clock } from "../util/clock.ts";
 import { silentLogger, type Logger } from "../obs/logger.ts";
 import { AuthError } from "../salesforce/auth-errors.ts";
-import { isRun, type CheckpointReader, type Source, type SourceItem, type SourceName } from "./source.ts";
+import {
+  isRun,
+  type CheckpointReader,
+  type CommitListener,
+  type Source,
+  type SourceItem,
+  type SourceName,
+} from "./source.ts";
 
 export const ORG_AUTH_BACKOFF_BASE_MS = 1_000;
 export const ORG_AUTH_BACKOFF_CAP_MS = 30_000;
@@ -36,6 +43,16 @@ export class OrgCheckpointView implements CheckpointReader {
     if (value !== undefined || !this.#legacyFallback) return value;
     return this.#state.load(key);
   }
+
+  watchCommits(listener: CommitListener): () => void {
+    const prefix = this.#prefix;
+    // Entries of this org carry prefixed keys (OrgSource stamps them), so its commits do too.
+    return (
+      this.#state.watchCommits?.((key, value) => {
+        if (key.startsWith(prefix)) listener(key.slice(prefix.length), value);
+      }) ?? (() => undefined)
+    );
+  }
 }
 
 export interface OrgSourceOptions {
@@ -65,6 +82,10 @@ export class OrgSource implements Source {
 
   get name(): SourceName {
     return this.#o.inner.name;
+  }
+
+  async settled(): Promise<void> {
+    await this.#o.inner.settled?.();
   }
 
   async *events(state: CheckpointReader, signal: AbortSignal): AsyncGenerator<SourceItem, void, undefined> {

@@ -41,6 +41,7 @@ export interface OverlapSourcesConfig {
     topics?: readonly string[];
     include?: readonly string[];
     exclude?: readonly string[];
+    managed_subscriptions?: readonly { topic: string }[];
   };
   eventlog_objects?: { enabled?: boolean; objects?: readonly { name: string }[] };
   eventlogfile?: {
@@ -55,7 +56,10 @@ export class OverlapError extends ConfigError {}
 function explicitTopics(cfg: OverlapSourcesConfig): string[] {
   const p = cfg.pubsub;
   if (!p || p.enabled === false) return [];
-  return filterTopics(p.topics ?? [], { include: p.include ?? [WILDCARD], exclude: p.exclude ?? [] });
+  return [
+    ...filterTopics(p.topics ?? [], { include: p.include ?? [WILDCARD], exclude: p.exclude ?? [] }),
+    ...(p.managed_subscriptions ?? []).map((m) => m.topic),
+  ];
 }
 
 function storedObjects(cfg: OverlapSourcesConfig): string[] {

@@ -5,7 +5,16 @@ import type { LogEntry } from "../model.ts";
 /** What a source may read of the checkpoint document: its own keys, through the org view. */
 export interface CheckpointReader {
   load(key: string): Promise<string | undefined>;
+  /**
+   * Tells `listener` each key (as this reader names it) and value the run committed, once the store
+   * holds them: after the sink accepted every entry up to them, in order. A source that keeps a
+   * position somewhere else too (a managed subscription's replay on Salesforce) moves it from here.
+   * Returns the unsubscribe. Absent outside a pipeline run, which commits nothing.
+   */
+  watchCommits?(listener: CommitListener): () => void;
 }
+
+export type CommitListener = (key: string, value: string) => void;
 
 /**
  * What a source yields: one entry, or a run of entries in order. A run costs the pipeline one
@@ -25,6 +34,11 @@ export interface Source {
    * promptly. Tokens for one key are yielded in monotonic order.
    */
   events(state: CheckpointReader, signal: AbortSignal): AsyncIterable<SourceItem>;
+  /**
+   * Called once a run's drain committed everything it will (its last watchCommits call is behind
+   * it): a source that mirrors commits elsewhere finishes them here, bounded by itself.
+   */
+  settled?(): Promise<void>;
 }
 
 /** True for a run of entries (`Array.isArray` alone does not narrow a readonly array). */

@@ -771,7 +771,7 @@ export class HaRig {
   static async start(
     t: TestContext,
     kind: PairingKind,
-    world: { seed: number; eventsPerTopic: number },
+    world: { seed: number; eventsPerTopic: number; managed?: boolean },
     opts: { realLoki?: RealLokiTarget; otlp?: boolean } = {},
   ): Promise<HaRig> {
     // Not support/tmp.ts: its hook would run before this one and delete the shared volume under

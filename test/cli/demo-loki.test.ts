@@ -29,3 +29,18 @@ test("a bad --loki-url, or --tenant-id alone, is a usage error before anything s
   assert.equal(alone.code, 2);
   assert.match(alone.stderr, /--tenant-id needs --loki-url/);
 });
+
+test("demo --managed: every event once through managed subscriptions, each committed on Salesforce to the last event", async () => {
+  const r = await cli(["demo", "--managed", "--events", "300", "--json"]);
+  assert.equal(r.code, 0, r.stderr);
+  const summary = JSON.parse(r.stdout) as {
+    delivered: number;
+    duplicates: number;
+    missing: number;
+    managed: { subscription: string; committed: number; last: number }[];
+  };
+  assert.deepEqual([summary.delivered, summary.duplicates, summary.missing], [900, 0, 0]);
+  assert.equal(summary.managed.length, 3);
+  for (const m of summary.managed) assert.equal(m.committed, m.last, JSON.stringify(m));
+  assert.match(summary.managed[0]!.subscription, /^SF2Loki_/);
+});

@@ -78,6 +78,7 @@ describe("sf2loki doctor against the simulated org", () => {
       "pubsub:/event/LoginEventStream",
       "pubsub:/event/ApiEventStream",
       "pubsub:/event/LightningUriEventStream",
+      "pubsub_managed",
       "entitlement",
       "traceflags",
       "loki",
@@ -88,7 +89,7 @@ describe("sf2loki doctor against the simulated org", () => {
       "limits",
     ]);
     assert.equal(lines.at(-2), "");
-    assert.match(lines.at(-1)!, /^12 passed, 0 warnings, 0 failed, 3 skipped$/);
+    assert.match(lines.at(-1)!, /^12 passed, 0 warnings, 0 failed, 4 skipped$/);
     assert.match(
       r.stdout,
       /auth\s+PASS\s+flow=client_credentials instance_url=http:\/\/127\.0\.0\.1:\d+ org_id=00DSIM/,
@@ -107,6 +108,42 @@ describe("sf2loki doctor against the simulated org", () => {
     assert.equal(probe[0]!.labels.job, "sf2loki");
     assert.equal(probe[0]!.labels.sf_org_id, world.org.orgId);
     assert.equal(probe[0]!.metadata.level, "info");
+  });
+
+  it("managed subscriptions (#36): one row each, PASS when it runs on its topic, FAIL naming the fix otherwise", async () => {
+    const managed = await startDemoWorld({ eventsPerTopic: 5, managed: true });
+    try {
+      const [login, api, uri] = managed.org.stats().managed.map((m) => m.developerName) as [
+        string,
+        string,
+        string,
+      ];
+      managed.org.faults.setManagedSubscriptionState(api, "STOP");
+      managed.org.faults.deleteManagedSubscription(uri);
+      const config = managed.config(join(dir, "managed-state.json"));
+      const r = await cli([
+        "doctor",
+        "--json",
+        "--config",
+        writeFile(dir, "managed.yaml", stringify(config)),
+      ]);
+      assert.equal(r.code, 1, r.stdout + r.stderr);
+      const rows = new Map(rowsOf(r.stdout).map((row) => [row.name, row]));
+      const row = (name: string): Row => rows.get(`pubsub_managed:${name}`)!;
+      assert.equal(row(login).status, "PASS");
+      assert.match(row(login).detail, /carries \/event\/LoginEventStream, state RUN, defaultReplay EARLIEST/);
+      assert.equal(row(api).status, "FAIL");
+      assert.match(row(api).detail, /in state STOP: set it to RUN/);
+      assert.equal(row(uri).status, "FAIL");
+      assert.match(
+        row(uri).detail,
+        /no ManagedEventSubscription SF2Loki_LightningUriEventStream in the org: create it/,
+      );
+      // The topics themselves are probed as any subscribed topic is.
+      assert.equal(rows.get("pubsub:/event/ApiEventStream")?.status, "PASS");
+    } finally {
+      await managed.stop();
+    }
   });
 
   it("--json prints one line that validates against the documented schema", async () => {

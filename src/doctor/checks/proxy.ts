@@ -2,6 +2,7 @@
 // proxy that is down reads as the proxy and not as a Salesforce or Loki outage in every row after it.
 // One row per proxy in use: the endpoints it carries (decided as every client decides, proxy-env.ts),
 // and one live look: a socket to the proxy and, for https endpoints, the CONNECT tunnel a client asks for.
+import { pubsubActive } from "../../sources/pubsub/settings.ts";
 import { describeError } from "../../errors.ts";
 import { proxyRouteFor, readProxyEnv, type ProxyEnv } from "../../util/proxy-env.ts";
 import { probeProxy } from "../../util/proxy-probe.ts";
@@ -15,7 +16,7 @@ function endpoints(env: DoctorEnv, orgs: readonly OrgUnderCheck[]): URL[] {
   for (const { wiring } of orgs) {
     urls.add(new URL(wiring.org.salesforce.login_url).origin);
     const ps = wiring.org.sources.pubsub;
-    if (ps.enabled && ps.topics.length > 0) {
+    if (pubsubActive(ps)) {
       const bare = ps.endpoint.replace(/^dns:(\/\/[^/]*\/)?/, "");
       if (URL.canParse(`http://${bare}`)) urls.add(`${ps.insecure ? "http" : "https"}://${bare}`);
     }

@@ -4,17 +4,25 @@ import { status as grpcStatus, type ServiceError } from "@grpc/grpc-js";
 import { describeError } from "../../errors.ts";
 import { PubSubClient } from "../../salesforce/pubsub/client.ts";
 import { fnmatchcase } from "../../util/glob.ts";
+import { pubsubActive } from "../../sources/pubsub/settings.ts";
 import { fail, pass, skip, warn, type CheckRow, type OrgUnderCheck } from "../check.ts";
 
 export async function checkPubSub(org: OrgUnderCheck, signal: AbortSignal): Promise<CheckRow[]> {
   const s = org.wiring.org.sources.pubsub;
-  if (!s.enabled || s.topics.length === 0) return [skip("pubsub", "pubsub disabled or no topics")];
-  if (s.topics.length === 1 && s.topics[0] === "*") {
+  if (!pubsubActive(s)) return [skip("pubsub", "pubsub disabled or no topics")];
+  const managed = s.managed_subscriptions.map((m) => m.topic);
+  if (s.topics.length === 1 && s.topics[0] === "*" && managed.length === 0) {
     return [warn("pubsub", "topics: ['*'] is resolved at runtime by discovery; no topic probed")];
   }
-  const topics = [...new Set(s.topics.filter((t) => t !== "*"))].filter(
-    (t) => s.include.some((g) => fnmatchcase(t, g)) && !s.exclude.some((g) => fnmatchcase(t, g)),
-  );
+  // Managed topics too: a subscription streams only a topic the user may read.
+  const topics = [
+    ...new Set([
+      ...s.topics
+        .filter((t) => t !== "*")
+        .filter((t) => s.include.some((g) => fnmatchcase(t, g)) && !s.exclude.some((g) => fnmatchcase(t, g))),
+      ...managed,
+    ]),
+  ];
   if (topics.length === 0) {
     return [warn("pubsub", "no explicit topic survives sources.pubsub.include/exclude; nothing probed")];
   }

@@ -23,8 +23,11 @@ import { DecodeHealth } from "./decode-health.ts";
 import { SchemaFetchError, StreamStalledError, grpcCode, isGrpcError, isUnauthenticated } from "./errors.ts";
 import {
   pubSubProto,
+  type CommitReplayResponse,
   type FetchRequest,
   type FetchResponse,
+  type ManagedFetchRequest,
+  type ManagedFetchResponse,
   type ReplayPresetName,
   type TopicInfo,
 } from "./proto.ts";
@@ -69,9 +72,40 @@ export interface Keepalive {
 
 export type SubscribeItem = DecodedEvent | Keepalive;
 
+export interface ManagedSubscribeRequest {
+  /** The ManagedEventSubscription: its Tooling API record id, or its developer name. */
+  subscription: { id: string } | { developerName: string };
+  /** The topic the config expects it to carry: what events are labelled and decoded as. */
+  topic: string;
+  /** Credits per request, 1..100. */
+  numRequested: number;
+}
+
+/** Salesforce's answer to one or more CommitReplayRequests (not 1:1: it may answer the last only). */
+export interface CommitAnswer {
+  readonly kind: "commit";
+  readonly topic: string;
+  readonly requestId: string;
+  readonly replayId: Buffer;
+  /** Set when the commit failed: `COMMIT: <message>`. */
+  readonly error?: string;
+}
+
+export type ManagedItem = SubscribeItem | CommitAnswer;
+
+/** An open managed stream: its items, and commits written into it. */
+export interface ManagedStream extends AsyncIterable<ManagedItem> {
+  /** Sends a CommitReplayRequest; its request id, or undefined when the stream is not open. */
+  commit(replayId: Buffer): string | undefined;
+  /** Asks for no more events (the stream stays open for commits and their answers). */
+  drain(): void;
+}
+
 /** What the Pub/Sub source needs of the client; tests may substitute it. */
 export interface PubSubSubscriber {
   subscribe(req: SubscribeRequest, signal: AbortSignal): AsyncGenerator<SubscribeItem, void, undefined>;
+  /** Only the managed-subscription mode calls it; substitutes without it cannot run that mode. */
+  managedSubscribe?(req: ManagedSubscribeRequest, signal: AbortSignal): ManagedStream;
 }
 
 export interface PubSubClientOptions {
@@ -97,6 +131,12 @@ export interface PubSubClientOptions {
 interface ClientInstruments {
   pendingCredits: Gauge;
   streamStalls: Counter;
+}
+
+/** An open flow's call (for in-stream commits) and whether it still asks for events. */
+interface FlowHandle<Req, Res> {
+  call?: ClientDuplexStream<Req, Res>;
+  draining?: boolean;
 }
 
 export class PubSubClient implements PubSubSubscriber {
@@ -247,15 +287,70 @@ export class PubSubClient implements PubSubSubscriber {
     req: SubscribeRequest,
     signal: AbortSignal,
   ): AsyncGenerator<SubscribeItem, void, undefined> {
+    const first: FetchRequest = {
+      topic_name: req.topic,
+      replay_preset: req.preset,
+      replay_id: req.preset === "CUSTOM" && req.replayId ? req.replayId : Buffer.alloc(0),
+      num_requested: req.numRequested,
+    };
+    const topUp = (): FetchRequest => ({ topic_name: req.topic, num_requested: req.numRequested });
+    for await (const item of this.#flow(pubSubProto().subscribe, first, topUp, req, signal, undefined)) {
+      if (item.kind !== "commit") yield item;
+    }
+  }
+
+  /**
+   * ManagedSubscribe (beta): the subscription, not the request, says where delivery starts; `commit`
+   * writes a CommitReplayRequest into the open stream, and Salesforce's answers come back as items.
+   */
+  managedSubscribe(req: ManagedSubscribeRequest, signal: AbortSignal): ManagedStream {
+    const first: ManagedFetchRequest = {
+      ...("id" in req.subscription
+        ? { subscription_id: req.subscription.id }
+        : { developer_name: req.subscription.developerName }),
+      num_requested: req.numRequested,
+    };
+    const topUp = (): ManagedFetchRequest => ({ num_requested: req.numRequested });
+    const open: FlowHandle<ManagedFetchRequest, ManagedFetchResponse> = {};
+    let seq = 0;
+    const items = this.#flow(pubSubProto().managedSubscribe, first, topUp, req, signal, open);
+    return {
+      [Symbol.asyncIterator]: () => items,
+      commit: (replayId) => {
+        const call = open.call;
+        if (!call || call.writableEnded || call.destroyed) return undefined;
+        const id = `c${++seq}`;
+        call.write({ commit_replay_id_request: { commit_request_id: id, replay_id: replayId } });
+        return id;
+      },
+      drain: () => {
+        open.draining = true;
+      },
+    };
+  }
+
+  /**
+   * One bidi stream with flow control: `first` opens it, `topUp` asks for more once the consumer has
+   * pulled half of what was asked for, responses become decoded events, keepalives and (managed
+   * streams) commit answers. `open.call` holds the call while it is open, for in-stream commits.
+   */
+  async *#flow<Req, Res extends FetchResponse & { commit_response?: CommitReplayResponse | null }>(
+    m: MethodDefinition<Req, Res>,
+    first: Req,
+    topUp: () => Req,
+    req: { topic: string; numRequested: number },
+    signal: AbortSignal,
+    open: FlowHandle<Req, Res> | undefined,
+  ): AsyncGenerator<ManagedItem, void, undefined> {
     const { topic, numRequested: n } = req;
     const { md, token } = await this.#metadata(signal);
-    const m = pubSubProto().subscribe;
-    const call: ClientDuplexStream<FetchRequest, FetchResponse> = this.#client().makeBidiStreamRequest(
+    const call: ClientDuplexStream<Req, Res> = this.#client().makeBidiStreamRequest(
       m.path,
       m.requestSerialize,
       m.responseDeserialize,
       md,
     );
+    if (open) open.call = call;
     // Cancelling after the iterator has detached must not surface as an unhandled 'error' event.
     call.on("error", () => undefined);
     const watch = { stalled: false };
@@ -272,16 +367,23 @@ export class PubSubClient implements PubSubSubscriber {
     // were already in flight when we topped up is stale, and trusting it re-requests on every one.
     let owed = n;
     try {
-      call.write({
-        topic_name: topic,
-        replay_preset: req.preset,
-        replay_id: req.preset === "CUSTOM" && req.replayId ? req.replayId : Buffer.alloc(0),
-        num_requested: n,
-      });
-      for await (const resp of call as AsyncIterable<FetchResponse>) {
+      call.write(first);
+      for await (const resp of call as AsyncIterable<Res>) {
         watchdog.touch();
         const count = resp.events.length;
+        const answer = resp.commit_response;
+        if (answer) {
+          // A commit's answer, not a keepalive: its latest_replay_id is not a position to commit.
+          yield {
+            kind: "commit",
+            topic,
+            requestId: answer.commit_request_id,
+            replayId: answer.replay_id,
+            ...(answer.error ? { error: `${answer.error.code}: ${answer.error.msg}` } : {}),
+          };
+        }
         if (count === 0) {
+          if (answer) continue;
           // An idle server's count is current; never assume more credit than it reports.
           owed = Math.min(owed, resp.pending_num_requested);
           if (resp.latest_replay_id.length > 0) {
@@ -294,8 +396,8 @@ export class PubSubClient implements PubSubSubscriber {
         this.#m.pendingCredits.record(resp.pending_num_requested, { topic });
         // Reached only once the consumer has pulled every event of this response: a consumer that
         // stops pulling stops the top-ups, which is the backpressure path to Salesforce.
-        if (owed <= half && !call.writableEnded) {
-          call.write({ topic_name: topic, num_requested: n });
+        if (owed <= half && !call.writableEnded && open?.draining !== true) {
+          call.write(topUp());
           owed += n;
         }
       }
@@ -308,6 +410,7 @@ export class PubSubClient implements PubSubSubscriber {
       if (isUnauthenticated(err)) this.#auth.invalidate(token.accessToken);
       throw await this.#namingProxy(err);
     } finally {
+      if (open) delete open.call;
       watchdog.stop();
       signal.removeEventListener("abort", onAbort);
       call.cancel();

@@ -38,6 +38,39 @@ export interface FetchResponse {
   pending_num_requested: number;
 }
 
+/** ManagedSubscribe (beta): the subscription names its topic and keeps the replay on Salesforce's side. */
+export interface CommitReplayRequest {
+  commit_request_id: string;
+  replay_id: Buffer;
+}
+
+export interface ManagedFetchRequest {
+  /** The ManagedEventSubscription's Tooling API id, or its developer name: first request only. */
+  subscription_id?: string;
+  developer_name?: string;
+  num_requested?: number;
+  auth_refresh?: string;
+  commit_replay_id_request?: CommitReplayRequest | null;
+}
+
+/** `Error` of the proto: code UNKNOWN, PUBLISH or COMMIT (unrecoverable commit errors). */
+export interface PubSubError {
+  code: "UNKNOWN" | "PUBLISH" | "COMMIT";
+  msg: string;
+}
+
+export interface CommitReplayResponse {
+  commit_request_id: string;
+  replay_id: Buffer;
+  error: PubSubError | null;
+  /** When the server received the request, epoch ms (int64: a string from the loader). */
+  process_time: string | number;
+}
+
+export interface ManagedFetchResponse extends FetchResponse {
+  commit_response: CommitReplayResponse | null;
+}
+
 export interface SchemaRequest {
   schema_id: string;
 }
@@ -64,6 +97,7 @@ export interface TopicInfo {
 export interface PubSubProto {
   service: ServiceDefinition;
   subscribe: MethodDefinition<FetchRequest, FetchResponse>;
+  managedSubscribe: MethodDefinition<ManagedFetchRequest, ManagedFetchResponse>;
   getSchema: MethodDefinition<SchemaRequest, SchemaInfo>;
   getTopic: MethodDefinition<TopicRequest, TopicInfo>;
 }
@@ -79,6 +113,7 @@ export function pubSubProto(): PubSubProto {
   loaded = {
     service,
     subscribe: service.Subscribe as MethodDefinition<FetchRequest, FetchResponse>,
+    managedSubscribe: service.ManagedSubscribe as MethodDefinition<ManagedFetchRequest, ManagedFetchResponse>,
     getSchema: service.GetSchema as MethodDefinition<SchemaRequest, SchemaInfo>,
     getTopic: service.GetTopic as MethodDefinition<TopicRequest, TopicInfo>,
   };

@@ -58,6 +58,8 @@ export interface SimData {
   sobjects: string[];
   /** Tooling `TraceFlag` records (`Id`, `ExpirationDate`, ...): what `doctor`'s traceflags row counts. */
   traceFlags: SimRecord[];
+  /** Tooling `ManagedEventSubscription` records: the very rows the org's ManagedSubscribe serves. */
+  managedEventSubscriptions?: SimRecord[];
 }
 
 /** An 18-character Id: a 3-character key prefix and a zero-padded counter. */

@@ -24,6 +24,9 @@ function rowsOf(from: string, data: SimData): Row[] {
   if (from === "TraceFlag") {
     return data.traceFlags.map((r) => ({ fields: r, visibleAtMs: undefined }));
   }
+  if (from === "ManagedEventSubscription") {
+    return (data.managedEventSubscriptions ?? []).map((r) => ({ fields: r, visibleAtMs: undefined }));
+  }
   if (from === "ApexLog") {
     return data.apexLogs.map((l) => ({ fields: apexLogRecord(l), visibleAtMs: l.$visibleAtMs }));
   }

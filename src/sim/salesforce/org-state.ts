@@ -4,6 +4,7 @@ import type { SimRestOptions } from "../salesforce-rest/handler.ts";
 import type { GrpcFault } from "./grpc-fault.ts";
 import type { SimPollingData } from "../salesforce-rest/generate.ts";
 import { TopicLog } from "./topic-log.ts";
+import { SimManagedSubscriptions, type SimManagedSubscriptionSpec } from "./managed-subscriptions.ts";
 
 export interface SimOrgOptions {
   /** Seeds the event generator and the CSV cells; same seed, same events. */
@@ -39,6 +40,8 @@ export interface SimOrgOptions {
   rest?: Omit<SimRestOptions, "validToken" | "moreSObjects" | "seed">;
   /** Generated polling data in the recent past, added to `rest`'s (see salesforce-rest/generate.ts). */
   polling?: SimPollingData;
+  /** ManagedEventSubscription records the org starts with (ManagedSubscribe, Tooling API). */
+  managedSubscriptions?: SimManagedSubscriptionSpec[];
 }
 
 export interface QueuedHttpFault {
@@ -68,7 +71,9 @@ export class SimOrgState {
   readonly subscribeFaults: GrpcFault[] = [];
   readonly schemaFaults: GrpcFault[] = [];
   customRejection: GrpcFault | undefined;
+  readonly managed = new SimManagedSubscriptions();
   subscribeCalls = 0;
+  managedSubscribeCalls = 0;
   schemaCalls = 0;
   instanceUrl = "";
   loginUrl = "";
@@ -94,6 +99,7 @@ export class SimOrgState {
     this.#idPrefix = opts.eventIdPrefix ?? "sim";
     this.#retention = opts.retentionEvents ?? Number.MAX_SAFE_INTEGER;
     for (const topic of opts.topics ?? []) this.addTopic(topic, opts.eventsPerTopic ?? 0);
+    for (const spec of opts.managedSubscriptions ?? []) this.managed.create(spec);
   }
 
   addTopic(topic: string, events: number): void {

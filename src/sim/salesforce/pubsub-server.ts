@@ -1,5 +1,6 @@
 // The simulated org's Pub/Sub API: Subscribe with replay presets, a retention window and strict flow
-// control (never more events than requested), keepalives when idle, GetSchema, GetTopic, and faults.
+// control (never more events than requested), keepalives when idle, GetSchema, GetTopic, and faults;
+// ManagedSubscribe with the replay kept by the org (managed-subscriptions.ts) and commits in-stream.
 // One server can serve several orgs: every call is routed to the org that issued its access token.
 import {
   Metadata,
@@ -16,6 +17,7 @@ import {
   replayIdFromSequence,
   type FetchRequest,
   type FetchResponse,
+  type ManagedFetchRequest,
   type SchemaInfo,
   type SchemaRequest,
   type TopicInfo,
@@ -24,8 +26,16 @@ import {
 import { grpcError, type GrpcFault } from "./grpc-fault.ts";
 import { CORRUPTED_REPLAY_ID_CODE, type SimOrgState } from "./org-state.ts";
 import type { TopicLog } from "./topic-log.ts";
+import type { SimManagedSubscription } from "./managed-subscriptions.ts";
 
 type SubscribeCall = ServerDuplexStream<FetchRequest, FetchResponse>;
+/** A ManagedFetchResponse is a FetchResponse plus commit_response: one stream class writes both. */
+type ManagedCall = ServerDuplexStream<ManagedFetchRequest, FetchResponse>;
+
+/** The sim's own trailers for managed subscriptions (Salesforce does not document its codes). */
+export const MANAGED_NOT_FOUND_CODE = "sfdc.platform.eventbus.grpc.subscription.managed.not.found";
+export const MANAGED_STOPPED_CODE = "sfdc.platform.eventbus.grpc.subscription.managed.state.stop";
+export const MANAGED_BUSY_CODE = "sfdc.platform.eventbus.grpc.subscription.managed.already.subscribed";
 
 export interface StreamStats {
   id: number;
@@ -36,6 +46,8 @@ export interface StreamStats {
   outstanding: number;
   keepalives: number;
   active: boolean;
+  /** The managed subscription a ManagedSubscribe stream holds. */
+  managed?: string;
 }
 
 class SimStream {
@@ -43,7 +55,9 @@ class SimStream {
   /** The org whose token opened it: faults aimed at one org touch only its streams. */
   readonly org: SimOrgState;
   readonly topic: TopicLog;
-  readonly #call: SubscribeCall;
+  /** Set on a ManagedSubscribe stream: the subscription it holds. */
+  managed: SimManagedSubscription | undefined;
+  readonly #call: SubscribeCall | ManagedCall;
   readonly #keepaliveMs: number;
   readonly #maxBatch: number;
   readonly #unsubscribe: () => void;
@@ -59,7 +73,7 @@ class SimStream {
   constructor(
     id: number,
     org: SimOrgState,
-    call: SubscribeCall,
+    call: SubscribeCall | ManagedCall,
     topic: TopicLog,
     next: number,
     keepaliveMs: number,
@@ -155,8 +169,37 @@ class SimStream {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    if (this.managed) this.managed.subscribed = false;
     clearTimeout(this.#keepaliveTimer);
     this.#unsubscribe();
+  }
+
+  /** Answers a CommitReplayRequest: stored when it names a replay this stream has reached. */
+  commit(requestId: string, replayId: Buffer): void {
+    const sub = this.managed;
+    if (!sub || this.closed) return;
+    const seq = replayId.length === 8 ? Number(replayId.readBigUInt64BE()) : -1;
+    const refusal =
+      sub.commitRefusals.shift() ??
+      (seq < this.topic.firstRetained - 1 || seq > this.next - 1
+        ? `replay id ${replayId.toString("hex")} was not delivered on this subscription`
+        : undefined);
+    if (refusal === undefined) {
+      sub.committed = seq;
+      sub.commits++;
+    } else sub.refusedCommits++;
+    this.#call.write({
+      events: [],
+      latest_replay_id: replayIdFromSequence(this.next - 1),
+      rpc_id: `rpc-${this.id}`,
+      pending_num_requested: this.outstanding,
+      commit_response: {
+        commit_request_id: requestId,
+        replay_id: replayId,
+        error: refusal === undefined ? null : { code: "COMMIT", msg: refusal },
+        process_time: Date.now(),
+      },
+    } as FetchResponse);
   }
 
   fail(fault: GrpcFault): void {
@@ -180,8 +223,19 @@ class SimStream {
       outstanding: this.outstanding,
       keepalives: this.keepalives,
       active: !this.closed,
+      ...(this.managed ? { managed: this.managed.developerName } : {}),
     };
   }
+}
+
+/** Salesforce's refusal of a first request's credit outside 1..100. */
+function creditFault(n: number): GrpcFault | undefined {
+  if (n >= 1 && n <= 100) return undefined;
+  return {
+    code: status.INVALID_ARGUMENT,
+    details: `num_requested must be 1..100, got ${n}`,
+    errorCode: "sfdc.platform.eventbus.grpc.flow.control.invalid.num.requested",
+  };
 }
 
 export class SimPubSubServer {
@@ -196,6 +250,9 @@ export class SimPubSubServer {
     const impl: UntypedServiceImplementation = {
       Subscribe: (call: SubscribeCall) => {
         this.#subscribe(call);
+      },
+      ManagedSubscribe: (call: ManagedCall) => {
+        this.#managedSubscribe(call);
       },
       GetSchema: (call: ServerUnaryCall<SchemaRequest, SchemaInfo>, cb: sendUnaryData<SchemaInfo>) => {
         this.#getSchema(call, cb);
@@ -259,26 +316,44 @@ export class SimPubSubServer {
   }
 
   #subscribe(call: SubscribeCall): void {
+    this.#serve<FetchRequest>(
+      call,
+      (org) => org.subscribeCalls++,
+      (org, req) => this.#open(org, call, req),
+      (stream, req) => {
+        stream.request(req.num_requested ?? 0);
+      },
+    );
+  }
+
+  /**
+   * One bidi call: the metadata checked (and a queued fault taken) at once, the stream opened by the
+   * first request, each request (the first included) handed to `onRequest`, and closed with the call.
+   */
+  #serve<Req>(
+    call: ServerDuplexStream<Req, FetchResponse>,
+    count: (org: SimOrgState) => void,
+    open: (org: SimOrgState, req: Req) => SimStream | GrpcFault,
+    onRequest: (stream: SimStream, req: Req) => void,
+  ): void {
     const org = this.#orgOf(call.metadata);
-    if (org) org.subscribeCalls++;
+    if (org) count(org);
     const early = this.#authFault(call.metadata, org) ?? org?.subscribeFaults.shift();
     if (early || !org) {
       call.emit("error", grpcError(early ?? { code: status.UNAUTHENTICATED, details: "no org" }));
       return;
     }
     let stream: SimStream | undefined;
-    call.on("data", (req: FetchRequest) => {
-      if (stream) {
-        stream.request(req.num_requested ?? 0);
-        return;
+    call.on("data", (req: Req) => {
+      if (!stream) {
+        const opened = open(org, req);
+        if ("code" in opened) {
+          call.emit("error", grpcError(opened));
+          return;
+        }
+        stream = opened;
       }
-      const opened = this.#open(org, call, req);
-      if ("code" in opened) {
-        call.emit("error", grpcError(opened));
-        return;
-      }
-      stream = opened;
-      stream.request(req.num_requested ?? 0);
+      onRequest(stream, req);
     });
     call.on("end", () => {
       stream?.end();
@@ -299,14 +374,8 @@ export class SimPubSubServer {
         details: `Topic ${req.topic_name ?? ""} not found`,
         errorCode: "sfdc.platform.eventbus.grpc.subscription.topic.not.found",
       };
-    const n = req.num_requested ?? 0;
-    if (n < 1 || n > 100) {
-      return {
-        code: status.INVALID_ARGUMENT,
-        details: `num_requested must be 1..100, got ${n}`,
-        errorCode: "sfdc.platform.eventbus.grpc.flow.control.invalid.num.requested",
-      };
-    }
+    const badCredit = creditFault(req.num_requested ?? 0);
+    if (badCredit) return badCredit;
     let next: number;
     const preset = req.replay_preset ?? "LATEST";
     if (preset === "EARLIEST") next = topic.firstRetained;
@@ -325,7 +394,70 @@ export class SimPubSubServer {
       }
       next = seq + 1;
     } else next = topic.max + 1;
-    const stream = new SimStream(
+    const stream = this.#newStream(org, call, topic, next);
+    this.#streams.push(stream);
+    return stream;
+  }
+
+  #managedSubscribe(call: ManagedCall): void {
+    this.#serve<ManagedFetchRequest>(
+      call,
+      (org) => org.managedSubscribeCalls++,
+      (org, req) => this.#openManaged(org, call, req),
+      (stream, req) => {
+        const commit = req.commit_replay_id_request;
+        if (commit?.replay_id && commit.replay_id.length > 0)
+          stream.commit(commit.commit_request_id, commit.replay_id);
+        if ((req.num_requested ?? 0) > 0) stream.request(req.num_requested ?? 0);
+      },
+    );
+  }
+
+  #openManaged(org: SimOrgState, call: ManagedCall, req: ManagedFetchRequest): SimStream | GrpcFault {
+    const named = req.subscription_id || req.developer_name || "";
+    const sub = org.managed.find({ id: req.subscription_id ?? "", name: req.developer_name ?? "" });
+    if (!sub)
+      return {
+        code: status.NOT_FOUND,
+        details: `Managed subscription ${named || "(none named)"} not found`,
+        errorCode: MANAGED_NOT_FOUND_CODE,
+      };
+    if (sub.state !== "RUN")
+      return {
+        code: status.FAILED_PRECONDITION,
+        details: `Managed subscription ${sub.developerName} is in state ${sub.state}`,
+        errorCode: MANAGED_STOPPED_CODE,
+      };
+    if (sub.subscribed)
+      return {
+        code: status.FAILED_PRECONDITION,
+        details: `Managed subscription ${sub.developerName} already has an active subscriber`,
+        errorCode: MANAGED_BUSY_CODE,
+      };
+    const topic = org.topics.get(sub.topic);
+    if (!topic)
+      return {
+        code: status.NOT_FOUND,
+        details: `Topic ${sub.topic} not found`,
+        errorCode: "sfdc.platform.eventbus.grpc.subscription.topic.not.found",
+      };
+    const badCredit = creditFault(req.num_requested ?? 0);
+    if (badCredit) return badCredit;
+    const startAt = (preset: "LATEST" | "EARLIEST"): number =>
+      preset === "EARLIEST" ? topic.firstRetained : topic.max + 1;
+    let next: number;
+    if (sub.committed === undefined) next = startAt(sub.defaultReplay);
+    else if (sub.committed < topic.firstRetained - 1) next = startAt(sub.errorRecoveryReplay);
+    else next = sub.committed + 1;
+    const stream = this.#newStream(org, call, topic, next);
+    stream.managed = sub;
+    sub.subscribed = true;
+    this.#streams.push(stream);
+    return stream;
+  }
+
+  #newStream(org: SimOrgState, call: SubscribeCall | ManagedCall, topic: TopicLog, next: number): SimStream {
+    return new SimStream(
       this.#nextId++,
       org,
       call,
@@ -334,8 +466,29 @@ export class SimPubSubServer {
       org.opts.keepaliveMs ?? 270_000,
       org.opts.maxBatch ?? 100,
     );
-    this.#streams.push(stream);
-    return stream;
+  }
+
+  /** The stream holding `sub`, if one does. */
+  #holding(org: SimOrgState, sub: SimManagedSubscription): SimStream | undefined {
+    return this.#active(org).find((s) => s.managed === sub);
+  }
+
+  /** The subscriber of a deleted subscription ends NOT_FOUND. */
+  deletedManaged(org: SimOrgState, sub: SimManagedSubscription): void {
+    this.#holding(org, sub)?.fail({
+      code: status.NOT_FOUND,
+      details: `Managed subscription ${sub.developerName} was deleted`,
+      errorCode: MANAGED_NOT_FOUND_CODE,
+    });
+  }
+
+  /** RUN -> STOP disconnects the subscriber. */
+  stoppedManaged(org: SimOrgState, sub: SimManagedSubscription): void {
+    this.#holding(org, sub)?.fail({
+      code: status.FAILED_PRECONDITION,
+      details: `Managed subscription ${sub.developerName} is in state STOP`,
+      errorCode: MANAGED_STOPPED_CODE,
+    });
   }
 
   #getSchema(call: ServerUnaryCall<SchemaRequest, SchemaInfo>, cb: sendUnaryData<SchemaInfo>): void {

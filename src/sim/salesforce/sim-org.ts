@@ -12,8 +12,9 @@ import { CORRUPTED_REPLAY_ID_CODE, SimOrgState, type SimOrgOptions, type TokenCl
 import { TcpRelay } from "./tcp-relay.ts";
 import type { GrpcFault } from "./grpc-fault.ts";
 import { SimPubSubServer, type StreamStats } from "./pubsub-server.ts";
+import type { ManagedState, SimManagedSubscriptionSpec } from "./managed-subscriptions.ts";
 
-export type { SimOrgOptions, TokenClaims, StreamStats, GrpcFault };
+export type { SimOrgOptions, TokenClaims, StreamStats, GrpcFault, SimManagedSubscriptionSpec };
 export { CORRUPTED_REPLAY_ID_CODE };
 
 export interface SimTopicStats {
@@ -32,8 +33,23 @@ export interface SimOrgStats {
   userinfoCalls: number;
   describeCalls: number;
   subscribeCalls: number;
+  managedSubscribeCalls: number;
   schemaCalls: number;
   lastClaims: TokenClaims | undefined;
+  managed: SimManagedStats[];
+}
+
+/** One managed subscription as the org holds it. */
+export interface SimManagedStats {
+  id: string;
+  developerName: string;
+  topic: string;
+  state: ManagedState;
+  /** Sequence number of the committed replay id; undefined: none. */
+  committed: number | undefined;
+  commits: number;
+  refusedCommits: number;
+  subscribed: boolean;
 }
 
 export interface SimOrgFaults {
@@ -64,6 +80,14 @@ export interface SimOrgFaults {
   poisonEvents(topic: string, seqs: readonly number[]): void;
   /** A new topic appears (describeGlobal lists it from now on). */
   addTopic(topic: string, events: number): void;
+  /** Creates a ManagedEventSubscription (as Setup, Metadata or Tooling API would); returns its id. */
+  createManagedSubscription(spec: SimManagedSubscriptionSpec): string;
+  /** Deletes it (by id or developer name): its subscriber ends NOT_FOUND, and so does every next call. */
+  deleteManagedSubscription(ref: string): void;
+  /** RUN <-> STOP; STOP disconnects the subscriber and deletes the committed replay. */
+  setManagedSubscriptionState(ref: string, state: ManagedState): void;
+  /** The next `count` commits on it are answered with a CommitReplayResponse error (code COMMIT). */
+  refuseNextCommits(ref: string, count: number, msg?: string): void;
 }
 
 export interface SimOrg {
@@ -142,6 +166,8 @@ export async function startSimOrgs(opts: SimOrgsOptions): Promise<SimOrgs> {
       validToken: (token) => state.validTokens.has(token),
     });
     if (entry.polling) addPollingData(rest.data, entry.polling, entry.rest?.clock?.now() ?? Date.now());
+    // The Tooling API lists the very records ManagedSubscribe serves.
+    rest.data.managedEventSubscriptions = state.managed.records;
     return { entry, state, rest };
   });
   const http = createSimHttpServer(members);
@@ -248,6 +274,20 @@ function simOrg(
     addTopic: (topic, events) => {
       state.addTopic(topic, events);
     },
+    createManagedSubscription: (spec) => state.managed.create(spec).id,
+    deleteManagedSubscription: (ref) => {
+      grpc.deletedManaged(state, state.managed.delete(ref));
+    },
+    setManagedSubscriptionState: (ref, next) => {
+      const sub = state.managed.get(ref);
+      const was = sub.state;
+      sub.state = next;
+      if (was === "RUN" && next === "STOP") grpc.stoppedManaged(state, sub);
+    },
+    refuseNextCommits: (ref, count, msg = "commit failed (simulated)") => {
+      const sub = state.managed.get(ref);
+      for (let i = 0; i < count; i++) sub.commitRefusals.push(msg);
+    },
   };
 
   return {
@@ -271,8 +311,19 @@ function simOrg(
       userinfoCalls: state.userinfoCalls,
       describeCalls: state.describeCalls,
       subscribeCalls: state.subscribeCalls,
+      managedSubscribeCalls: state.managedSubscribeCalls,
       schemaCalls: state.schemaCalls,
       lastClaims: state.lastClaims,
+      managed: state.managed.all().map((s) => ({
+        id: s.id,
+        developerName: s.developerName,
+        topic: s.topic,
+        state: s.state,
+        committed: s.committed,
+        commits: s.commits,
+        refusedCommits: s.refusedCommits,
+        subscribed: s.subscribed,
+      })),
     }),
     stop,
   };

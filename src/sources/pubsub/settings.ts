@@ -28,6 +28,15 @@ export interface PubSubSettings {
   insecure?: boolean;
   /** `*` also discovers `/event/<X>Event` where `<X>EventStore` exists (off: Python's discovery). */
   discover_event_store_pairs?: boolean;
+  /** Topics streamed through ManagedSubscribe: Salesforce keeps their replay (docs/pubsub.md). */
+  managed_subscriptions?: ManagedSubscriptionSetting[];
+}
+
+/** One `sources.pubsub.managed_subscriptions` entry: exactly one of `name` and `id`. */
+export interface ManagedSubscriptionSetting {
+  name?: string | undefined;
+  id?: string | undefined;
+  topic: string;
 }
 
 export interface OrgIdentity {
@@ -39,3 +48,15 @@ export interface OrgIdentity {
 
 /** A compiled transform chain (owned by the egress module); returns false to drop the row. */
 export type PayloadTransform = (payload: Record<string, unknown>) => boolean;
+
+/** Whether the section streams anything: topics to subscribe to, or managed subscriptions. */
+export function pubsubActive(
+  s: Pick<PubSubSettings, "enabled" | "topics" | "managed_subscriptions">,
+): boolean {
+  return s.enabled && (s.topics.length > 0 || (s.managed_subscriptions?.length ?? 0) > 0);
+}
+
+/** Every topic the section streams: `topics` as written (discovery markers included) and the managed ones. */
+export function streamedTopics(s: Pick<PubSubSettings, "topics" | "managed_subscriptions">): string[] {
+  return [...s.topics, ...(s.managed_subscriptions ?? []).map((m) => m.topic)];
+}

@@ -15,6 +15,7 @@ import type { OrgIdentity, PayloadTransform, PubSubSettings } from "./settings.t
 import { RECONNECT_BASE_MS, RECONNECT_CAP_MS, stopped } from "./backoff.ts";
 import type { SourceInstruments, TopicTaskContext } from "./task.ts";
 import { filterTopics, hasWildcard } from "./topics.ts";
+import type { ManagedRef, ManagedSubscriptionInfo } from "../../salesforce/pubsub/managed-lookup.ts";
 
 export type { PubSubSettings, OrgIdentity, PayloadTransform } from "./settings.ts";
 
@@ -56,6 +57,8 @@ export class PubSubSource implements Source {
   readonly #meter: Meter;
   readonly #m: SourceInstruments;
   readonly #discoverer: TopicDiscoverer;
+  /** The managed subscriptions' tasks of the latest run, for settled(). */
+  #managedTasks: { finish(): Promise<void> }[] = [];
 
   constructor(opts: PubSubSourceOptions) {
     this.#o = opts;
@@ -81,6 +84,14 @@ export class PubSubSource implements Source {
       sampledOut: meter.createCounter("sf2loki_entries_sampled_out", {
         description: "Entries dropped by sampling",
       }),
+      managedCommits: meter.createCounter("sf2loki_pubsub_managed_commits", {
+        description:
+          "Replay-id commits of managed subscriptions, by outcome: sent, committed (acknowledged), refused",
+      }),
+      managedRefusals: meter.createCounter("sf2loki_pubsub_managed_refusals", {
+        description:
+          "Managed subscriptions Salesforce would not serve, by reason: missing, stopped, busy, topic_mismatch, other",
+      }),
     };
     this.#discoverer =
       opts.discoverer ??
@@ -101,10 +112,27 @@ export class PubSubSource implements Source {
       );
   }
 
-  /** Explicit topics after dedupe and include/exclude: what the overlap guard and ELF exclusion see. */
+  /**
+   * The run's drain committed all it will: managed streams that stayed open for its commits close once
+   * Salesforce answered the last one (bounded).
+   */
+  async settled(): Promise<void> {
+    const tasks = this.#managedTasks;
+    this.#managedTasks = [];
+    await Promise.allSettled(tasks.map((t) => t.finish()));
+  }
+
+  /**
+   * Explicit topics after dedupe and include/exclude, and the managed subscriptions' topics: what the
+   * overlap guard and ELF exclusion see.
+   */
   explicitTopics(): string[] {
     const s = this.#o.settings;
-    return filterTopics(s.topics, { include: s.include, exclude: s.exclude });
+    return [...filterTopics(s.topics, { include: s.include, exclude: s.exclude }), ...this.#managedTopics()];
+  }
+
+  #managedTopics(): string[] {
+    return (this.#o.settings.managed_subscriptions ?? []).map((m) => m.topic);
   }
 
   async *events(state: CheckpointReader, outer: AbortSignal): AsyncGenerator<SourceItem, void, undefined> {
@@ -144,8 +172,11 @@ export class PubSubSource implements Source {
       metadataFields: this.#o.structuredMetadataFields ?? [],
       transform: this.#o.transform,
       signal,
+      describeManaged: (ref, sig) => this.#describeManaged(ref, sig),
     };
     const tasks: Promise<void>[] = [];
+    const managedTasks: InstanceType<typeof TopicTask>[] = [];
+    this.#managedTasks = managedTasks;
     const running = new Set<string>();
     let producers = 0;
     const spawn = (topic: string): void => {
@@ -154,8 +185,15 @@ export class PubSubSource implements Source {
       tasks.push(new TopicTask(ctx, topic).run());
     };
 
-    const explicit = this.explicitTopics();
-    for (const t of explicit) spawn(t);
+    for (const t of filterTopics(s.topics, { include: s.include, exclude: s.exclude })) spawn(t);
+    for (const m of s.managed_subscriptions ?? []) {
+      // A managed topic is never also subscribed: discovery skips it like any running topic.
+      running.add(m.topic);
+      producers++;
+      const task = new TopicTask(ctx, m.topic, m);
+      managedTasks.push(task);
+      tasks.push(task.run());
+    }
     const wildcard = hasWildcard(s.topics);
     if (wildcard) {
       const found = await this.#discoverWithRetries(signal);
@@ -177,8 +215,18 @@ export class PubSubSource implements Source {
       stop.abort();
       bridge.clear();
       await Promise.allSettled(tasks);
-      if (ownClient && client instanceof PubSubClient) client.close();
+      // A managed stream may still be open for the drain's commits: the channel closes after it.
+      const closing = Promise.allSettled(managedTasks.map((t) => t.closed()));
+      if (ownClient && client instanceof PubSubClient)
+        void closing.then(() => {
+          client.close();
+        });
     }
+  }
+
+  async #describeManaged(ref: ManagedRef, signal: AbortSignal): Promise<ManagedSubscriptionInfo | undefined> {
+    const { lookupManagedSubscription } = await import("../../salesforce/pubsub/managed-lookup.ts");
+    return lookupManagedSubscription(this.#o.auth, this.#o.apiVersion ?? "60.0", ref, signal, this.#o.http);
   }
 
   /** Filtered, not already running, not owned by another source of this org (logged per skip). */

@@ -1,18 +1,44 @@
 // One topic's subscription loop (§4.2): load the position inside the retry loop, subscribe, shape,
 // enqueue (blocking when the bridge is full), reconnect from the last id seen, classify failures.
+// A managed subscription (managed.ts) streams through ManagedSubscribe instead: Salesforce keeps the
+// position, and this task commits it there as the run commits its checkpoint.
 import { status } from "@grpc/grpc-js";
 import type { Counter, Gauge } from "@opentelemetry/api";
 import { LogEntry, msToNs } from "../../model.ts";
 import type { Clock } from "../../util/clock.ts";
 import type { Logger } from "../../obs/logger.ts";
-import type { PubSubSubscriber, DecodedEvent } from "../../salesforce/pubsub/client.ts";
+import type {
+  CommitAnswer,
+  DecodedEvent,
+  ManagedItem,
+  ManagedStream,
+  PubSubSubscriber,
+} from "../../salesforce/pubsub/client.ts";
+import type { ManagedSubscriptionInfo } from "../../salesforce/pubsub/managed-lookup.ts";
 import { describeGrpcError, grpcCode, replayRejection } from "../../salesforce/pubsub/errors.ts";
 import type { ReplayPresetName } from "../../salesforce/pubsub/proto.ts";
 import type { CheckpointReader } from "../source.ts";
 import type { Bridge } from "./bridge.ts";
 import { checkpointKey, decodeReplayId, encodeReplayId } from "./replay.ts";
 import { sampleRateFor } from "./sample.ts";
-import type { OrgIdentity, PayloadTransform, PubSubSettings } from "./settings.ts";
+import type {
+  ManagedSubscriptionSetting,
+  OrgIdentity,
+  PayloadTransform,
+  PubSubSettings,
+} from "./settings.ts";
+import {
+  OncePer,
+  Unacknowledged,
+  commitRefusedLine,
+  nameOf,
+  refOf,
+  refusalLine,
+  refusalOf,
+  topicMismatchLine,
+  type ManagedRef,
+  type ManagedRefusal,
+} from "./managed.ts";
 import { eventTimestampNs } from "./shape.ts";
 import { canonicalJson } from "../shaping/json.ts";
 import { routeFields } from "../shaping/metadata.ts";
@@ -30,6 +56,10 @@ export interface SourceInstruments {
   checkpointLoadErrors: Counter;
   timestampFallbacks: Counter;
   sampledOut: Counter;
+  /** Managed subscriptions: commits by outcome (sent, committed, refused). */
+  managedCommits: Counter;
+  /** Managed subscriptions: subscribes Salesforce refused, by reason. */
+  managedRefusals: Counter;
 }
 
 export interface TopicTaskContext {
@@ -44,6 +74,32 @@ export interface TopicTaskContext {
   metadataFields: readonly string[];
   transform: PayloadTransform | undefined;
   signal: AbortSignal;
+  /** Reads a managed subscription's record (Tooling API) before it is streamed; absent: unchecked. */
+  describeManaged?: (ref: ManagedRef, signal: AbortSignal) => Promise<ManagedSubscriptionInfo | undefined>;
+}
+
+/** A refused commit is sent again after a backoff up to this long. */
+const MAX_COMMIT_BACKOFF_MS = 60_000;
+/** A stopped run's managed stream stays open this long at most, for the drain's commits. */
+export const LINGER_MS = 60_000;
+/** After the drain, how long the last commit's answer is waited for. */
+export const FINISH_MS = 5_000;
+
+/** The iterator's next result, or undefined when `signal` aborts first (the pending next is left). */
+async function untilAborted<T>(next: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) return undefined;
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<undefined>((resolve) => {
+    onAbort = () => {
+      resolve(undefined);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([next, aborted]);
+  } finally {
+    signal.removeEventListener("abort", onAbort!);
+  }
 }
 
 export class TopicTask {
@@ -52,29 +108,86 @@ export class TopicTask {
   readonly #key: string;
   readonly #eventType: string;
   readonly #rate: number;
-  readonly #attrs: { topic: string };
+  readonly #attrs: { topic: string; subscription?: string };
   #preset: ReplayPresetName = "LATEST";
   #replayId: Buffer | undefined;
   #lastGoodNs: bigint | undefined;
+  /** Set for a managed subscription; undefined: a plain Subscribe of the topic. */
+  readonly #managed: ManagedSubscriptionSetting | undefined;
+  /** The open managed stream, for commits. */
+  #stream: ManagedStream | undefined;
+  /** The newest value the run committed for this key, and the newest sent to Salesforce. */
+  #committed: string | undefined;
+  #sent: string | undefined;
+  readonly #unacked = new Unacknowledged();
+  #unwatch: (() => void) | undefined;
+  /** The managed stream kept open after the stop, for the drain's commits. */
+  #lingering: { close(): void; closed: Promise<void> } | undefined;
+  #finishing = false;
+  /** The newest value Salesforce acknowledged as committed. */
+  #acked: string | undefined;
+  /** Which managed stream is open: its commits may name only what it delivered. */
+  #gen = 0;
+  readonly #said = new OncePer();
+  #refusedSinceLine = 0;
+  #commitBackoff = RECONNECT_BASE_MS;
 
-  constructor(ctx: TopicTaskContext, topic: string) {
+  constructor(ctx: TopicTaskContext, topic: string, managed?: ManagedSubscriptionSetting) {
     this.#c = ctx;
     this.#topic = topic;
     this.#key = checkpointKey(topic);
     this.#eventType = eventTypeOf(topic);
     this.#rate = sampleRateFor(topic, ctx.settings.sample);
-    this.#attrs = { topic };
+    this.#managed = managed;
+    this.#attrs = managed ? { topic, subscription: nameOf(managed) } : { topic };
     ctx.m.reconnects.add(0, this.#attrs);
   }
 
   /** Runs until stop; always leaves exactly one sentinel on the bridge. */
   async run(): Promise<void> {
+    // Only what the run committed (after Loki accepted it) is ever committed to Salesforce.
+    this.#unwatch = this.#managed
+      ? this.#c.state.watchCommits?.((key, value) => {
+          if (key === this.#key) this.#commit(value);
+        })
+      : undefined;
     try {
       await this.#loop();
     } finally {
+      // A lingering managed stream still takes the drain's commits; it unwatches when it closes.
+      if (!this.#lingering) this.#unwatch?.();
       this.#c.m.streamUp.record(0, this.#attrs);
       this.#c.bridge.sentinel();
     }
+  }
+
+  /**
+   * The run's drain has committed all it will: the lingering managed stream (if any) closes once
+   * Salesforce answered the last commit sent, or after FINISH_MS. Resolves when it is closed.
+   */
+  finish(): Promise<void> {
+    const linger = this.#lingering;
+    if (!linger) return Promise.resolve();
+    this.#finishing = true;
+    if (this.#lastSentAcknowledged()) linger.close();
+    else {
+      void this.#c.clock
+        .sleep(FINISH_MS)
+        .then(() => {
+          linger.close();
+        })
+        .catch(() => undefined);
+    }
+    return linger.closed;
+  }
+
+  /** Resolves once no managed stream of this task is open (at once when none lingers). */
+  closed(): Promise<void> {
+    return this.#lingering?.closed ?? Promise.resolve();
+  }
+
+  #lastSentAcknowledged(): boolean {
+    return this.#sent === undefined || this.#sent === this.#acked;
   }
 
   async #sleep(ms: number): Promise<void> {
@@ -82,7 +195,7 @@ export class TopicTask {
   }
 
   async #loop(): Promise<void> {
-    const { signal, log, m, client, bridge } = this.#c;
+    const { signal, log, m, bridge } = this.#c;
     let backoff = RECONNECT_BASE_MS;
     let loaded = false;
     let attempts = 0;
@@ -104,29 +217,43 @@ export class TopicTask {
         log.info({ topic: this.#topic, preset: this.#preset }, "reconnecting");
       }
       let first = true;
+      // A managed stream outlives the stop (it lingers for the drain's commits), so it has its own.
+      const streamStop = new AbortController();
+      let it: AsyncIterator<ManagedItem> | undefined;
+      let pending: Promise<IteratorResult<ManagedItem>> | undefined;
       try {
-        const items = client.subscribe(
-          {
-            topic: this.#topic,
-            preset: this.#preset,
-            replayId: this.#replayId,
-            numRequested: this.#c.settings.default_num_requested,
-          },
-          signal,
-        );
-        for await (const item of items) {
-          if (stopped(signal)) return;
+        const items = await this.#open(this.#managed ? streamStop.signal : signal);
+        if (!items) {
+          await this.#sleep(jittered(RECONNECT_CAP_MS, this.#c.clock));
+          continue;
+        }
+        it = items[Symbol.asyncIterator]();
+        for (;;) {
+          pending = it.next();
+          const next = await untilAborted(pending, signal);
+          if (next === undefined || stopped(signal)) return;
+          pending = undefined;
+          if (next.done === true) break;
+          const item = next.value;
           if (first) {
             // A connection that delivers anything is healthy: session churn must not ratchet backoff.
             first = false;
             backoff = RECONNECT_BASE_MS;
             m.streamUp.record(1, this.#attrs);
+            this.#said.clear();
+            this.#flushCommit();
           }
-          if (item.kind === "keepalive") {
+          if (item.kind === "commit") {
+            this.#answered(item);
+          } else if (item.kind === "keepalive") {
             if (this.#replayId?.equals(item.replayId)) continue;
+            // A managed stream's keepalive may name a position this run already passed.
+            if (this.#managed && !this.#deliveredNow(item.replayId)) continue;
             this.#advance(item.replayId);
             await bridge.put(LogEntry.checkpointOnly(this.#token(item.replayId), this.#nowNs()), signal);
           } else {
+            // Re-delivered after a reconnect: this run already handed it to the pipeline.
+            if (this.#managed && !this.#deliveredNow(item.replayId)) continue;
             const entry = this.#shape(item);
             this.#advance(item.replayId);
             await bridge.put(entry, signal);
@@ -139,11 +266,188 @@ export class TopicTask {
       } catch (err) {
         if (stopped(signal)) return;
         m.streamUp.record(0, this.#attrs);
-        this.#classify(err);
-        await this.#sleep(jittered(backoff, this.#c.clock));
+        const refused = this.#managed ? this.#refused(err) : undefined;
+        if (refused === undefined) this.#classify(err);
+        // Salesforce serves one subscriber: a busy subscription is free again within seconds.
+        const wait = refused === undefined || refused === "busy" ? backoff : RECONNECT_CAP_MS;
+        await this.#sleep(jittered(wait, this.#c.clock));
         backoff = Math.min(backoff * 2, RECONNECT_CAP_MS);
+      } finally {
+        const stream = this.#stream;
+        this.#stream = undefined;
+        if (stream && it && stopped(signal)) this.#linger(stream, it, pending, streamStop);
+        else {
+          pending?.catch(() => undefined);
+          streamStop.abort();
+          // The generator may sit at a yield: return() runs its cleanup (after a pending next settles).
+          void it?.return?.().catch(() => undefined);
+        }
       }
     }
+  }
+
+  /**
+   * The run stopped with the managed stream open: keep it open (asking for no more events) so the
+   * drain's last commits reach Salesforce, reading only their answers, until finish() or LINGER_MS.
+   */
+  #linger(
+    stream: ManagedStream,
+    it: AsyncIterator<ManagedItem>,
+    pending: Promise<IteratorResult<ManagedItem>> | undefined,
+    streamStop: AbortController,
+  ): void {
+    stream.drain();
+    this.#stream = stream;
+    const close = (): void => {
+      streamStop.abort();
+    };
+    const timer = this.#c.clock.sleep(LINGER_MS, streamStop.signal).then(close, () => undefined);
+    const closed = (async () => {
+      let next = pending ?? it.next();
+      for (;;) {
+        const r = await next.catch(() => undefined);
+        if (!r || r.done === true) return;
+        if (r.value.kind === "commit") {
+          this.#answered(r.value);
+          if (this.#finishing && this.#lastSentAcknowledged()) return;
+        }
+        next = it.next();
+      }
+    })().finally(() => {
+      close();
+      void it.return?.().catch(() => undefined);
+      void timer;
+      this.#stream = undefined;
+      this.#lingering = undefined;
+      this.#unwatch?.();
+    });
+    this.#lingering = { close, closed };
+  }
+
+  /** The stream's items: Subscribe from our position, or the managed subscription (undefined: not now). */
+  async #open(signal: AbortSignal): Promise<AsyncIterable<ManagedItem> | undefined> {
+    const { client, settings } = this.#c;
+    const numRequested = settings.default_num_requested;
+    const managed = this.#managed;
+    if (!managed)
+      return client.subscribe(
+        { topic: this.#topic, preset: this.#preset, replayId: this.#replayId, numRequested },
+        signal,
+      );
+    if (!client.managedSubscribe) throw new Error("this Pub/Sub client cannot run managed subscriptions");
+    if (!(await this.#topicMatches(managed, signal))) return undefined;
+    this.#gen++;
+    this.#stream = client.managedSubscribe(
+      { subscription: refOf(managed), topic: this.#topic, numRequested },
+      signal,
+    );
+    return this.#stream;
+  }
+
+  /**
+   * The subscription's record names the topic the config expects (else it is not streamed: its
+   * events would carry the wrong labels). A record that cannot be read is streamed unchecked.
+   */
+  async #topicMatches(managed: ManagedSubscriptionSetting, signal: AbortSignal): Promise<boolean> {
+    const describe = this.#c.describeManaged;
+    if (!describe) return true;
+    let found: ManagedSubscriptionInfo | undefined;
+    try {
+      found = await describe(refOf(managed), signal);
+    } catch (err) {
+      if (stopped(signal)) return false;
+      if (this.#said.due("lookup", this.#c.clock.now()))
+        this.#c.log.warn(
+          { topic: this.#topic, subscription: nameOf(managed), err: String(err) },
+          `cannot read managed subscription ${nameOf(managed)} from the Tooling API (reading it needs the ` +
+            `View Setup and Configuration permission); streaming it without checking its topic`,
+        );
+      return true;
+    }
+    // Absent: ManagedSubscribe itself says NOT_FOUND, with the line for it.
+    if (!found || found.topic === "" || found.topic === this.#topic) return true;
+    this.#c.m.managedRefusals.add(1, { ...this.#attrs, reason: "topic_mismatch" });
+    if (this.#said.due("mismatch", this.#c.clock.now()))
+      this.#c.log.error(
+        { topic: this.#topic, subscription: nameOf(managed), carries: found.topic },
+        topicMismatchLine(managed, found),
+      );
+    return false;
+  }
+
+  /** A refusal of the managed subscription itself, said in one line; undefined: not one. */
+  #refused(err: unknown): ManagedRefusal | undefined {
+    const managed = this.#managed!;
+    const refusal = refusalOf(err);
+    if (refusal === undefined) return undefined;
+    this.#c.m.managedRefusals.add(1, { ...this.#attrs, reason: refusal });
+    if (this.#said.due(refusal, this.#c.clock.now())) {
+      const where = this.#c.org.name ? `org ${this.#c.org.name}` : "the org";
+      const line = refusalLine(refusal, managed, err, where);
+      const fields = { topic: this.#topic, subscription: nameOf(managed) };
+      if (refusal === "busy") this.#c.log.warn(fields, line);
+      else this.#c.log.error(fields, line);
+    }
+    return refusal;
+  }
+
+  /** The run committed `value` for this key (Loki holds everything up to it): tell Salesforce. */
+  #commit(value: string): void {
+    this.#committed = value;
+    this.#flushCommit();
+  }
+
+  /** Records a managed stream's delivery of `id`; false when this run had handed it out before. */
+  #deliveredNow(id: Buffer): boolean {
+    const fresh = this.#unacked.delivered(id.toString("hex"), this.#gen);
+    // A re-delivery may be the very id a commit waits for (the stream has now delivered it).
+    if (!fresh) this.#flushCommit();
+    return fresh;
+  }
+
+  #flushCommit(): void {
+    const value = this.#committed;
+    if (value === undefined || value === this.#sent || !this.#stream) return;
+    const id = decodeReplayId(value);
+    // Only what the open stream delivered: after a reconnect, it waits until the stream re-delivers it.
+    if (!id || !this.#unacked.deliveredBy(id.toString("hex"), this.#gen)) return;
+    if (this.#stream.commit(id) === undefined) return;
+    this.#sent = value;
+    this.#c.m.managedCommits.add(1, { ...this.#attrs, outcome: "sent" });
+  }
+
+  /** Salesforce's answer to our commits (it may answer several with one). */
+  #answered(answer: CommitAnswer): void {
+    const managed = this.#managed!;
+    if (answer.error === undefined) {
+      this.#unacked.acknowledged(answer.replayId.toString("hex"));
+      if (this.#sent !== undefined && decodeReplayId(this.#sent)?.equals(answer.replayId))
+        this.#acked = this.#sent;
+      this.#c.m.managedCommits.add(1, { ...this.#attrs, outcome: "committed" });
+      this.#commitBackoff = RECONNECT_BASE_MS;
+      return;
+    }
+    this.#c.m.managedCommits.add(1, { ...this.#attrs, outcome: "refused" });
+    this.#refusedSinceLine++;
+    // The newest commit was refused: send it again after a backoff, so a quiet topic does not leave
+    // Salesforce behind until its next event. An older one refused is already superseded.
+    if (this.#sent !== undefined && decodeReplayId(this.#sent)?.equals(answer.replayId)) {
+      this.#sent = undefined;
+      const wait = this.#commitBackoff;
+      this.#commitBackoff = Math.min(wait * 2, MAX_COMMIT_BACKOFF_MS);
+      void this.#c.clock
+        .sleep(jittered(wait, this.#c.clock), this.#c.signal)
+        .then(() => {
+          this.#flushCommit();
+        })
+        .catch(() => undefined);
+    }
+    if (!this.#said.due("commit", this.#c.clock.now())) return;
+    this.#c.log.error(
+      { topic: this.#topic, subscription: nameOf(managed), replayId: answer.replayId.toString("hex") },
+      commitRefusedLine(managed, answer.error, this.#refusedSinceLine),
+    );
+    this.#refusedSinceLine = 0;
   }
 
   #advance(replayId: Buffer): void {
@@ -160,6 +464,18 @@ export class TopicTask {
   }
 
   async #load(): Promise<void> {
+    if (this.#managed) {
+      const ours = await this.#c.state.load(this.#key);
+      this.#c.log.info(
+        {
+          topic: this.#topic,
+          subscription: nameOf(this.#managed),
+          checkpoint: ours === undefined ? "none" : ours,
+        },
+        "subscribing through the managed subscription: Salesforce resumes after its committed replay id",
+      );
+      return;
+    }
     const configured: ReplayPresetName =
       this.#c.settings.replay_preset === "CUSTOM" ? "LATEST" : this.#c.settings.replay_preset;
     const stored = await this.#c.state.load(this.#key);
