@@ -9,6 +9,8 @@
 // answers `done` with the CPU seconds of the run.
 //
 // Usage: node [v8 flags] bench/daemon-drain.mjs dist|src      (forked by bench/eventlogfile-daemon.ts)
+import { clearInterval, setInterval } from "node:timers";
+
 const entry = process.argv[2];
 if (entry !== "dist" && entry !== "src") {
   process.stderr.write(
@@ -35,8 +37,16 @@ const heapLive = () => {
 const app = createApp(validateConfig(await next()), { pollOnce: true, noHealthServer: true });
 process.send({ phase: "ready", rss: process.memoryUsage.rss(), heap: heapLive() });
 await next();
+// What the RSS is made of at its worst: V8's heap (reserved and used), memory outside it that JS
+// objects hold (Buffers), and the RSS; each one's peak over the run, sampled every 50 ms.
+const peaks = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
+const sampler = setInterval(() => {
+  const m = process.memoryUsage();
+  for (const k of Object.keys(peaks)) peaks[k] = Math.max(peaks[k], m[k]);
+}, 50);
 const cpu0 = process.cpuUsage();
 await app.run(new AbortController().signal);
 const cpu = process.cpuUsage(cpu0);
-process.send({ phase: "done", cpu_seconds: (cpu.user + cpu.system) / 1e6, heap: heapLive() });
+clearInterval(sampler);
+process.send({ phase: "done", cpu_seconds: (cpu.user + cpu.system) / 1e6, heap: heapLive(), peaks });
 process.once("disconnect", () => process.exit(0));

@@ -57,6 +57,11 @@ export interface DaemonDrainFigures {
    */
   heap_live_before_mib: number;
   heap_live_after_mib: number;
+  /** Peaks over the run (sampled every 50 ms in the daemon): V8's reserved and used heap, Buffers. */
+  peak_heap_total_mib: number;
+  peak_heap_used_mib: number;
+  peak_external_mib: number;
+  peak_array_buffers_mib: number;
   pushes: number;
 }
 
@@ -66,6 +71,31 @@ export interface ReceiverStats {
   pushes: number;
   /** Lookups the daemon made (query_range), answered empty. */
   queries: number;
+}
+
+/**
+ * Seconds the EventLogFile CSV parser alone takes over `rows` rows of the sim's API file (the same
+ * generator, columns and chunking the org serves): only the parser's calls are timed.
+ */
+async function parserSeconds(rows: number): Promise<number> {
+  const { CsvParser } = await import("../src/salesforce/eventlogfile/csv-parser.ts");
+  const { csvStream } = await import("../src/sim/salesforce-rest/elf-csv.ts");
+  const parser = new CsvParser({ maxFieldChars: 1_048_576, maxRecordChars: 16 * 1_048_576 });
+  const shape = { eventType: "API", rows, startMs: Date.now() - 600_000, spanMs: 86_400_000, seed: 1 };
+  let out: string[][] = [];
+  let parsed = 0;
+  let spent = 0;
+  for await (const chunk of csvStream(shape)) {
+    const t0 = performance.now();
+    parser.write(chunk as Buffer, out);
+    spent += performance.now() - t0;
+    parsed += out.length;
+    out = [];
+  }
+  parser.end(out);
+  parsed += out.length;
+  if (parsed !== rows + 1) throw new Error(`the parser read ${parsed} records of ${rows + 1}`);
+  return spent / 1000;
 }
 
 /** The simulated org holding one API file of `rows` rows, created 10 minutes ago (past the settle window). */
@@ -215,9 +245,13 @@ export async function daemonRunInChild(
     daemon.send(rig.raw);
     const { rss: baseline, heap: heapBefore } = await ready;
     const measure = startProcMeasure(daemon.pid!);
-    const done = daemonSays<{ cpu_seconds: number; heap: number }>(daemon, "done");
+    const done = daemonSays<{
+      cpu_seconds: number;
+      heap: number;
+      peaks: { heapTotal: number; heapUsed: number; external: number; arrayBuffers: number };
+    }>(daemon, "done");
     daemon.send("go");
-    const { cpu_seconds, heap: heapAfter } = await done;
+    const { cpu_seconds, heap: heapAfter, peaks } = await done;
     const { seconds, peak_rss_mib, rssSamples: samples } = measure.stop();
     const got = await receiverStats(rig.receiver);
     if (got.entries !== rows || got.unique !== rows) {
@@ -237,6 +271,10 @@ export async function daemonRunInChild(
       rss_mib_by_quarter: [1, 2, 3, 4].map((q) => quarter(q === 4 ? 3.99 : q)),
       heap_live_before_mib: mib(heapBefore),
       heap_live_after_mib: mib(heapAfter),
+      peak_heap_total_mib: mib(peaks.heapTotal),
+      peak_heap_used_mib: mib(peaks.heapUsed),
+      peak_external_mib: mib(peaks.external),
+      peak_array_buffers_mib: mib(peaks.arrayBuffers),
       pushes: got.pushes,
     };
   } finally {
@@ -257,9 +295,10 @@ if (process.argv[1] === HERE) {
   else {
     const args = process.argv.slice(2);
     const entry: DaemonEntry = args.includes("--dist") ? "dist" : "src";
-    const sizes = args.filter((a) => a !== "--dist").map(Number);
+    const flagsOnly = args.includes("--flags-only");
+    const sizes = args.filter((a) => !a.startsWith("--")).map(Number);
     if (sizes.some((n) => !Number.isInteger(n) || n < 1)) {
-      process.stderr.write("usage: node bench/eventlogfile-daemon.ts [--dist] [rows...]\n");
+      process.stderr.write("usage: node bench/eventlogfile-daemon.ts [--dist] [--flags-only] [rows...]\n");
       process.exit(2);
     }
     const results: Record<string, DaemonDrainFigures> = {};
@@ -270,7 +309,15 @@ if (process.argv[1] === HERE) {
         { ...DAEMON_ENV },
         entry,
       );
-      results[`${rows} no flags`] = await daemonRunInChild(rows, [], {}, entry);
+      if (!flagsOnly) results[`${rows} no flags`] = await daemonRunInChild(rows, [], {}, entry);
+    }
+    // The reference on the same input: the CSV parser alone over the same generated rows, in this run.
+    const parser: Record<string, number> = {};
+    for (const rows of sizes.length > 0 ? sizes : [250_000, 1_000_000]) {
+      const seconds = await parserSeconds(rows);
+      parser[`parser_${rows}_seconds`] = Math.round(seconds * 100) / 100;
+      const drain = results[`${rows} daemon flags`]!.seconds;
+      parser[`flags_${rows}_drain_over_parser`] = Math.round((drain / seconds) * 100) / 100;
     }
     // Also flat (`flags_1000000_peak_rss_mib`, `none_250000_cpu_seconds`, ...) for bench/run.ts, which
     // reads top-level numeric fields.
@@ -289,6 +336,7 @@ if (process.argv[1] === HERE) {
         daemon_v8_flags: DAEMON_V8_FLAGS,
         daemon_env: DAEMON_ENV,
         ...flat,
+        ...parser,
         results,
       }),
     );
