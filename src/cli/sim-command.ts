@@ -16,6 +16,7 @@ interface SimOptions {
   elfDays: string;
   elfRows: string;
   orgs?: string;
+  managed?: boolean;
 }
 
 /** Daily EventLogFile types the sim serves; none shares a category with the demo topics (overlap guard). */
@@ -30,6 +31,10 @@ export function simCommand(io: CliIO, setExit: (code: number) => void): Command 
     .option("--elf-days <n>", "days of Daily EventLogFiles served (for backfill)", "3")
     .option("--elf-rows <n>", "rows per EventLogFile (one file per type and day)", "2000")
     .option("--orgs <n>", "serve N orgs (Pub/Sub only) and print a multi-org config, for trying sharding")
+    .option(
+      "--managed",
+      "give every topic a managed event subscription and print a config that streams through them",
+    )
     .action(async (opts: SimOptions) => {
       if (opts.orgs !== undefined) {
         await runMultiOrg(io, opts, positiveInt(opts.orgs, "--orgs"));
@@ -42,6 +47,7 @@ export function simCommand(io: CliIO, setExit: (code: number) => void): Command 
       const world = await startDemoWorld({
         seed: positiveInt(opts.seed, "--seed"),
         eventsPerTopic: positiveInt(opts.events, "--events"),
+        managed: opts.managed === true,
         // What `doctor` and `backfill` call: a polled object, Daily files for several recent days and
         // types, ApexLogs and an active TraceFlag.
         polling: {
@@ -59,6 +65,7 @@ export function simCommand(io: CliIO, setExit: (code: number) => void): Command 
         missing_ids: world.missingIds(20),
         polling: world.pollingStats(),
         loki: world.loki.counts,
+        ...(opts.managed === true ? { managed: world.org.stats().managed } : {}),
       }));
       const statsUrl = control.url;
       const config = world.config(opts.state);

@@ -54,3 +54,34 @@ test("sf2loki sim prints its endpoints and a config that a daemon runs against; 
   const [code] = (await once(child, "exit")) as [number | null];
   assert.equal(code, 0);
 });
+
+test("sf2loki sim --managed: the config streams through managed subscriptions, and /sim/stats shows their commits", async (t) => {
+  const child = spawn(
+    process.execPath,
+    [BIN, "sim", "--managed", "--events", "100", "--state", join(tempDir(), "s.json")],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  t.after(() => child.kill("SIGKILL"));
+  const [line] = (await once(createInterface({ input: child.stdout }), "line")) as [string];
+  const info = JSON.parse(line) as {
+    stats_url: string;
+    config: { sources: { pubsub: { topics?: string[]; managed_subscriptions?: { topic: string }[] } } };
+  };
+  assert.equal(info.config.sources.pubsub.topics, undefined);
+  assert.equal(info.config.sources.pubsub.managed_subscriptions?.length, 3);
+  type Stats = { managed: { developerName: string; committed?: number }[] };
+  const stats = async (): Promise<Stats> => (await (await fetch(info.stats_url)).json()) as Stats;
+  const app = createApp(validateConfig(info.config));
+  const stop = new AbortController();
+  const run = app.run(stop.signal);
+  let after = await stats();
+  for (let i = 0; i < 100 && after.managed.some((m) => m.committed !== 100); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    after = await stats();
+  }
+  stop.abort();
+  await run;
+  for (const m of after.managed) assert.equal(m.committed, 100, m.developerName);
+  child.kill("SIGTERM");
+  await once(child, "exit");
+});
