@@ -5,8 +5,10 @@
 // daemon's alone. The receiver decodes every push with the same decoder the test receiver uses and
 // counts distinct REQUEST_IDs, so a run that loses or repeats a row is an error, not a figure.
 //
-// Usage: node bench/eventlogfile-daemon.ts [--dist] [sizes...]   250 000 and 1 000 000 rows (or the sizes
-//                                                              given, e.g. 250000 1000000 5000000)
+// Usage: node bench/eventlogfile-daemon.ts [--dist] [--flags-only] [--samples N] [sizes...]
+//   sizes: rows per run, default 250 000 and 1 000 000 (e.g. 1000000 5000000 for #35's figure)
+//   --flags-only: skip the runs without the daemon's V8 flags; --samples N: N alternating rounds,
+//           each size's peak RSS is their median (peak_rss_<largest>_over_<smallest> compares them)
 //   --dist: the measured daemon runs the compiled build (`npm run build` first), as the image does;
 //           without it, the TypeScript sources, whose loader adds ~26 MiB of RSS no deployed daemon has.
 // Each size runs with the V8 flags and environment bin/sf2loki.js gives the daemon (DAEMON_V8_FLAGS,
@@ -16,7 +18,8 @@
 // daemon imports; this process owns the org and the receiver and reads the daemon's RSS from /proc
 // (peak: the kernel's high-water mark). `baseline_rss_mib` is the daemon before the run.
 import { forkRole, readBody } from "./roles.ts";
-import { mib, startProcMeasure } from "./measure.ts";
+import { mib, startProcMeasure, vmMib } from "./measure.ts";
+import { median } from "./sample.ts";
 import { fork, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -26,6 +29,7 @@ import type { AddressInfo } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { memoryModel } from "../src/capacity.ts";
 import { validateConfig } from "../src/config/load.ts";
 import type { Config } from "../src/config/schema.ts";
 import { DAEMON_ENV, DAEMON_V8_FLAGS } from "../src/v8-flags.ts";
@@ -62,6 +66,14 @@ export interface DaemonDrainFigures {
   peak_heap_used_mib: number;
   peak_external_mib: number;
   peak_array_buffers_mib: number;
+  /**
+   * Peaks of the RSS's two parts (sampled every 20 ms): the process's own memory, and the pages of the
+   * node binary and libraries it touched (shared, reclaimable; more code paths run, more pages).
+   */
+  peak_rss_anon_mib: number;
+  peak_rss_file_mib: number;
+  /** What src/capacity.ts predicts as this config's peak RSS (docs/capacity.md): the bound to stay under. */
+  model_total_mib: number;
   pushes: number;
 }
 
@@ -245,6 +257,11 @@ export async function daemonRunInChild(
     daemon.send(rig.raw);
     const { rss: baseline, heap: heapBefore } = await ready;
     const measure = startProcMeasure(daemon.pid!);
+    const parts = { anon: 0, file: 0 };
+    const partSampler = setInterval(() => {
+      parts.anon = Math.max(parts.anon, vmMib(daemon.pid!, "RssAnon"));
+      parts.file = Math.max(parts.file, vmMib(daemon.pid!, "RssFile"));
+    }, 20);
     const done = daemonSays<{
       cpu_seconds: number;
       heap: number;
@@ -253,6 +270,7 @@ export async function daemonRunInChild(
     daemon.send("go");
     const { cpu_seconds, heap: heapAfter, peaks } = await done;
     const { seconds, peak_rss_mib, rssSamples: samples } = measure.stop();
+    clearInterval(partSampler);
     const got = await receiverStats(rig.receiver);
     if (got.entries !== rows || got.unique !== rows) {
       throw new Error(`receiver got ${got.entries} entries, ${got.unique} distinct ids; expected ${rows}`);
@@ -275,6 +293,9 @@ export async function daemonRunInChild(
       peak_heap_used_mib: mib(peaks.heapUsed),
       peak_external_mib: mib(peaks.external),
       peak_array_buffers_mib: mib(peaks.arrayBuffers),
+      peak_rss_anon_mib: parts.anon,
+      peak_rss_file_mib: parts.file,
+      model_total_mib: memoryModel(rig.config, { fromSource: entry === "src" }).total_mib,
       pushes: got.pushes,
     };
   } finally {
@@ -296,24 +317,54 @@ if (process.argv[1] === HERE) {
     const args = process.argv.slice(2);
     const entry: DaemonEntry = args.includes("--dist") ? "dist" : "src";
     const flagsOnly = args.includes("--flags-only");
-    const sizes = args.filter((a) => !a.startsWith("--")).map(Number);
-    if (sizes.some((n) => !Number.isInteger(n) || n < 1)) {
-      process.stderr.write("usage: node bench/eventlogfile-daemon.ts [--dist] [--flags-only] [rows...]\n");
+    const samplesAt = args.indexOf("--samples");
+    const samples = samplesAt >= 0 ? Number(args[samplesAt + 1]) : 1;
+    const sizes = args
+      .filter((a, i) => !a.startsWith("--") && (samplesAt < 0 || i !== samplesAt + 1))
+      .map(Number);
+    if (sizes.some((n) => !Number.isInteger(n) || n < 1) || !Number.isInteger(samples) || samples < 1) {
+      process.stderr.write(
+        "usage: node bench/eventlogfile-daemon.ts [--dist] [--flags-only] [--samples N] [rows...]\n",
+      );
       process.exit(2);
     }
     const results: Record<string, DaemonDrainFigures> = {};
-    for (const rows of sizes.length > 0 ? sizes : [250_000, 1_000_000]) {
-      results[`${rows} daemon flags`] = await daemonRunInChild(
-        rows,
-        [...DAEMON_V8_FLAGS],
-        { ...DAEMON_ENV },
-        entry,
-      );
-      if (!flagsOnly) results[`${rows} no flags`] = await daemonRunInChild(rows, [], {}, entry);
+    const runSizes = sizes.length > 0 ? sizes : [250_000, 1_000_000];
+    // Peak RSS is the worst moment of a run, so one run per size says little: the sizes alternate for
+    // `--samples N` rounds and each size's median peak is the figure (results hold the last round).
+    const peaks = new Map<number, number[]>();
+    const anonPeaks = new Map<number, number[]>();
+    for (let round = 0; round < samples; round++) {
+      for (const rows of runSizes) {
+        const figures = await daemonRunInChild(rows, [...DAEMON_V8_FLAGS], { ...DAEMON_ENV }, entry);
+        results[`${rows} daemon flags`] = figures;
+        peaks.set(rows, [...(peaks.get(rows) ?? []), figures.peak_rss_mib]);
+        anonPeaks.set(rows, [...(anonPeaks.get(rows) ?? []), figures.peak_rss_anon_mib]);
+        if (!flagsOnly && round === 0)
+          results[`${rows} no flags`] = await daemonRunInChild(rows, [], {}, entry);
+      }
     }
-    // The reference on the same input: the CSV parser alone over the same generated rows, in this run.
+    const medians: Record<string, number | number[]> = {};
+    for (const [rows, list] of anonPeaks) {
+      medians[`flags_${rows}_peak_rss_anon_samples_mib`] = list;
+      medians[`flags_${rows}_median_peak_rss_anon_mib`] = median(list);
+    }
+    for (const [rows, list] of peaks) {
+      medians[`flags_${rows}_peak_rss_samples_mib`] = list;
+      medians[`flags_${rows}_median_peak_rss_mib`] = median(list);
+    }
+    const [smallest, largest] = [Math.min(...runSizes), Math.max(...runSizes)];
+    if (largest > smallest) {
+      const ratio = (of: Map<number, number[]>): number =>
+        Math.round((median(of.get(largest)!) / median(of.get(smallest)!)) * 1000) / 1000;
+      medians[`peak_rss_${largest}_over_${smallest}`] = ratio(peaks);
+      medians[`peak_rss_anon_${largest}_over_${smallest}`] = ratio(anonPeaks);
+    }
+    // The reference on the same input: the CSV parser alone over the same generated rows, in this run
+    // (after a warm-up, so the first size does not pay for the parser's compilation).
     const parser: Record<string, number> = {};
-    for (const rows of sizes.length > 0 ? sizes : [250_000, 1_000_000]) {
+    await parserSeconds(100_000);
+    for (const rows of runSizes) {
       const seconds = await parserSeconds(rows);
       parser[`parser_${rows}_seconds`] = Math.round(seconds * 100) / 100;
       const drain = results[`${rows} daemon flags`]!.seconds;
@@ -337,6 +388,7 @@ if (process.argv[1] === HERE) {
         daemon_env: DAEMON_ENV,
         ...flat,
         ...parser,
+        ...medians,
         results,
       }),
     );

@@ -39,8 +39,12 @@ export function startMeasure(): { stop: () => Measured } {
   };
 }
 
-/** A process's VmRSS (now) or VmHWM (its peak, kept by the kernel) in MiB, from /proc (Linux). */
-export function vmMib(pid: number, field: "VmRSS" | "VmHWM"): number {
+/**
+ * A process's VmRSS (now), VmHWM (its peak, kept by the kernel), or the two parts of its RSS: RssAnon
+ * (its own memory: heaps, malloc) and RssFile (pages of the node binary and libraries it has touched,
+ * shared and reclaimable), in MiB, from /proc (Linux).
+ */
+export function vmMib(pid: number, field: "VmRSS" | "VmHWM" | "RssAnon" | "RssFile"): number {
   const m = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return m ? mib(Number(m[1]) * 1024) : 0;
 }
