@@ -417,7 +417,10 @@ export interface ShardingFigures {
   startToBalancedMs: number;
   /** kill -9 → the last of the killed replica's shards is held by a live replica (its lease). */
   killToAllHeldMs: number;
-  /** Per moved shard: the old holder's release write → the new holder's claim write. */
+  /**
+   * Per moved shard: the old holder's release write (or the new holder becoming a member, if later) →
+   * the new holder's claim write.
+   */
   handOverGapsMs: number[];
   /** 4th replica started → every replica holds its fair share again. */
   joinToBalancedMs: number;
@@ -488,7 +491,15 @@ export async function shardingProof(t: TestContext, rig: ShardRig): Promise<Shar
   const rejoined = await untilHeld(rig, (h) => balanced(rig, h, each), 60_000, "the 4th replica's share");
   assert.equal(rejoined.held.get(d.name)?.length, each, `${d.name} holds its share`);
   const joinWrites = rig.leaseWrites().slice(before);
-  const handOverGapsMs = handOvers(joinWrites, d.name);
+  // d can claim nothing before it is a member (its first lease, written once its process is up): a
+  // shard released earlier waited for d's start (seconds on a loaded host), not for a ttl.
+  // (Lease writes are stamped with performance.now(), log lines with the wall clock.)
+  const memberAt = d.logTime("acquired lease", joinedAt);
+  const handOverGapsMs = handOvers(
+    joinWrites,
+    d.name,
+    memberAt === undefined ? 0 : memberAt - performance.timeOrigin,
+  );
   assert.equal(handOverGapsMs.length, each, `shards moved to ${d.name}: ${handOverGapsMs.length}`);
   await rig.streamsOn(3000, "the three live replicas");
 
@@ -560,7 +571,7 @@ function leaseChanges(writes: readonly ShardLeaseWrite[]): string {
  * write with no holder) and `to`'s claim. A move without a release before it fails: that is a ttl
  * takeover, not a hand-over.
  */
-function handOvers(writes: readonly ShardLeaseWrite[], to: string): number[] {
+function handOvers(writes: readonly ShardLeaseWrite[], to: string, memberSince: number): number[] {
   // Its first write to each shard is the claim; later ones are renewals.
   const claims = new Map<string, ShardLeaseWrite>();
   for (const w of writes) if (w.holder === to && !claims.has(w.shard)) claims.set(w.shard, w);
@@ -569,6 +580,6 @@ function handOvers(writes: readonly ShardLeaseWrite[], to: string): number[] {
       .filter((w) => w.shard === claim.shard && w.at < claim.at && w.holder === "")
       .at(-1);
     assert.ok(released, `${to} took ${claim.shard} without a release before it (a ttl takeover)`);
-    return claim.at - released.at;
+    return claim.at - Math.max(released.at, memberSince);
   });
 }
