@@ -122,7 +122,7 @@ export class TopicTask {
   readonly #unacked = new Unacknowledged();
   #unwatch: (() => void) | undefined;
   /** The managed stream kept open after the stop, for the drain's commits. */
-  #lingering: { close(): void; closed: Promise<void> } | undefined;
+  #lingering: { close(): void; closed: Promise<void>; signal: AbortSignal } | undefined;
   #finishing = false;
   /** The newest value Salesforce acknowledged as committed. */
   #acked: string | undefined;
@@ -172,7 +172,7 @@ export class TopicTask {
     if (this.#lastSentAcknowledged()) linger.close();
     else {
       void this.#c.clock
-        .sleep(FINISH_MS)
+        .sleep(FINISH_MS, linger.signal)
         .then(() => {
           linger.close();
         })
@@ -321,7 +321,7 @@ export class TopicTask {
       this.#lingering = undefined;
       this.#unwatch?.();
     });
-    this.#lingering = { close, closed };
+    this.#lingering = { close, closed, signal: streamStop.signal };
   }
 
   /** The stream's items: Subscribe from our position, or the managed subscription (undefined: not now). */
