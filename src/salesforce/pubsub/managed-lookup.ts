@@ -2,7 +2,8 @@
 // topic it carries and whether it runs. The source checks it before it subscribes, doctor shows it.
 // Reading it needs the View Setup and Configuration permission; creating one, Customize Application.
 import type { TokenSource } from "../auth.ts";
-import { clip, getWithBearer } from "../auth-http.ts";
+import { clip } from "../auth-http.ts";
+import { getOnInstance } from "../instance-get.ts";
 import { soqlString } from "../soql-literals.ts";
 import { Sf2LokiError } from "../../errors.ts";
 import type { Dispatcher } from "../../util/http-dispatchers.ts";
@@ -45,40 +46,37 @@ export async function lookupManagedSubscription(
     "id" in ref ? `Id = ${soqlString(ref.id)}` : `DeveloperName = ${soqlString(ref.developerName)}`;
   // The Tooling API returns Metadata only for a query that can match one row.
   const soql = `SELECT Id, DeveloperName, Metadata FROM ManagedEventSubscription WHERE ${where} LIMIT 1`;
-  for (let attempt = 1; ; attempt++) {
-    const token = await auth.token(signal);
-    const url = `${token.instanceUrl}/services/data/v${apiVersion}/tooling/query?q=${encodeURIComponent(soql)}`;
-    const res = await getWithBearer(url, token.accessToken, signal, undefined, http);
-    if (res.status === 401 && attempt === 1) {
-      auth.invalidate(token.accessToken);
-      continue;
-    }
-    if (res.status < 200 || res.status >= 300) {
-      throw new ManagedLookupError(
-        `the Tooling API query for ManagedEventSubscription ${describeRef(ref)} failed: HTTP ${res.status} — ${clip(res.body, 200)}`,
-        res.status,
-      );
-    }
-    let row: Record<string, unknown> | undefined;
-    try {
-      row = (JSON.parse(res.body) as { records?: Record<string, unknown>[] }).records?.[0];
-    } catch (err) {
-      throw new ManagedLookupError(
-        `the Tooling API query for ManagedEventSubscription ${describeRef(ref)} returned non-JSON: ${clip(res.body, 200)}`,
-        res.status,
-        { cause: err },
-      );
-    }
-    if (!row) return undefined;
-    const meta = (row.Metadata ?? {}) as Record<string, unknown>;
-    const text = (v: unknown): string => (typeof v === "string" ? v : "");
-    return {
-      id: text(row.Id),
-      developerName: text(row.DeveloperName),
-      topic: text(meta.topicName),
-      state: text(meta.state),
-      defaultReplay: text(meta.defaultReplay),
-      errorRecoveryReplay: text(meta.errorRecoveryReplay),
-    };
+  const { res } = await getOnInstance(
+    auth,
+    `/services/data/v${apiVersion}/tooling/query?q=${encodeURIComponent(soql)}`,
+    signal,
+    http,
+  );
+  if (res.status < 200 || res.status >= 300) {
+    throw new ManagedLookupError(
+      `the Tooling API query for ManagedEventSubscription ${describeRef(ref)} failed: HTTP ${res.status} — ${clip(res.body, 200)}`,
+      res.status,
+    );
   }
+  let row: Record<string, unknown> | undefined;
+  try {
+    row = (JSON.parse(res.body) as { records?: Record<string, unknown>[] }).records?.[0];
+  } catch (err) {
+    throw new ManagedLookupError(
+      `the Tooling API query for ManagedEventSubscription ${describeRef(ref)} returned non-JSON: ${clip(res.body, 200)}`,
+      res.status,
+      { cause: err },
+    );
+  }
+  if (!row) return undefined;
+  const meta = (row.Metadata ?? {}) as Record<string, unknown>;
+  const text = (v: unknown): string => (typeof v === "string" ? v : "");
+  return {
+    id: text(row.Id),
+    developerName: text(row.DeveloperName),
+    topic: text(meta.topicName),
+    state: text(meta.state),
+    defaultReplay: text(meta.defaultReplay),
+    errorRecoveryReplay: text(meta.errorRecoveryReplay),
+  };
 }

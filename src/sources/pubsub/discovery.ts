@@ -2,7 +2,7 @@
 // the Python version discovers. `<X>Event` with an `<X>EventStore` twin (the newer RTEM generation,
 // #122) joins only when `discover_event_store_pairs` asks: a swap must not add topics on its own.
 import type { TokenSource } from "../../salesforce/auth.ts";
-import { getWithBearer } from "../../salesforce/auth-http.ts";
+import { getOnInstance } from "../../salesforce/instance-get.ts";
 import { Sf2LokiError } from "../../errors.ts";
 import type { Dispatcher } from "../../util/http-dispatchers.ts";
 
@@ -52,32 +52,28 @@ export class DescribeGlobalDiscoverer implements TopicDiscoverer {
   }
 
   async discover(signal?: AbortSignal): Promise<string[]> {
-    // One retry after a 401, with a fresh token (the session may have been rotated under us).
-    for (let attempt = 1; ; attempt++) {
-      const token = await this.#auth.token(signal);
-      const url = `${token.instanceUrl}/services/data/v${this.#apiVersion}/sobjects/`;
-      const res = await getWithBearer(url, token.accessToken, signal, undefined, this.#http);
-      if (res.status === 401 && attempt === 1) {
-        this.#auth.invalidate(token.accessToken);
-        continue;
-      }
-      if (res.status < 200 || res.status >= 300) {
-        throw new DiscoveryError(
-          `describeGlobal at ${url} failed: HTTP ${res.status} — ${res.body.slice(0, 200)}`,
-        );
-      }
-      let names: string[];
-      try {
-        const body = JSON.parse(res.body) as { sobjects?: { name?: unknown }[] };
-        names = (body.sobjects ?? []).map((s) => s.name).filter((n): n is string => typeof n === "string");
-      } catch (err) {
-        throw new DiscoveryError(`describeGlobal at ${url} returned non-JSON: ${res.body.slice(0, 200)}`, {
-          cause: err,
-        });
-      }
-      const found = topicsFromSObjects(names);
-      this.#onResult?.(found);
-      return (this.#storePairs ? [...found.streams, ...found.storePairs] : found.streams).sort();
+    const { url, res } = await getOnInstance(
+      this.#auth,
+      `/services/data/v${this.#apiVersion}/sobjects/`,
+      signal,
+      this.#http,
+    );
+    if (res.status < 200 || res.status >= 300) {
+      throw new DiscoveryError(
+        `describeGlobal at ${url} failed: HTTP ${res.status} — ${res.body.slice(0, 200)}`,
+      );
     }
+    let names: string[];
+    try {
+      const body = JSON.parse(res.body) as { sobjects?: { name?: unknown }[] };
+      names = (body.sobjects ?? []).map((s) => s.name).filter((n): n is string => typeof n === "string");
+    } catch (err) {
+      throw new DiscoveryError(`describeGlobal at ${url} returned non-JSON: ${res.body.slice(0, 200)}`, {
+        cause: err,
+      });
+    }
+    const found = topicsFromSObjects(names);
+    this.#onResult?.(found);
+    return (this.#storePairs ? [...found.streams, ...found.storePairs] : found.streams).sort();
   }
 }
