@@ -283,10 +283,7 @@ export class PubSubClient implements PubSubSubscriber {
     return this.#unary(pubSubProto().getTopic, { topic_name: topic }, signal);
   }
 
-  async *subscribe(
-    req: SubscribeRequest,
-    signal: AbortSignal,
-  ): AsyncGenerator<SubscribeItem, void, undefined> {
+  subscribe(req: SubscribeRequest, signal: AbortSignal): AsyncGenerator<SubscribeItem, void, undefined> {
     const first: FetchRequest = {
       topic_name: req.topic,
       replay_preset: req.preset,
@@ -294,9 +291,13 @@ export class PubSubClient implements PubSubSubscriber {
       num_requested: req.numRequested,
     };
     const topUp = (): FetchRequest => ({ topic_name: req.topic, num_requested: req.numRequested });
-    for await (const item of this.#flow(pubSubProto().subscribe, first, topUp, req, signal, undefined)) {
-      if (item.kind !== "commit") yield item;
-    }
+    // The flow itself, not a wrapper generator (one more hop per event): a FetchResponse has no
+    // commit_response, so no commit answer is ever among its items.
+    return this.#flow(pubSubProto().subscribe, first, topUp, req, signal, undefined) as AsyncGenerator<
+      SubscribeItem,
+      void,
+      undefined
+    >;
   }
 
   /**

@@ -41,6 +41,7 @@ import {
 } from "./managed.ts";
 import { eventTimestampNs } from "./shape.ts";
 import { canonicalJson } from "../shaping/json.ts";
+import { abortable } from "../../util/abortable.ts";
 import { routeFields } from "../shaping/metadata.ts";
 import { shouldKeep } from "../shaping/sample.ts";
 import { pickTimestamp } from "../shaping/timestamp.ts";
@@ -84,23 +85,6 @@ const MAX_COMMIT_BACKOFF_MS = 60_000;
 export const LINGER_MS = 60_000;
 /** After the drain, how long the last commit's answer is waited for. */
 export const FINISH_MS = 5_000;
-
-/** The iterator's next result, or undefined when `signal` aborts first (the pending next is left). */
-async function untilAborted<T>(next: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
-  if (signal.aborted) return undefined;
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<undefined>((resolve) => {
-    onAbort = () => {
-      resolve(undefined);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([next, aborted]);
-  } finally {
-    signal.removeEventListener("abort", onAbort!);
-  }
-}
 
 export class TopicTask {
   readonly #c: TopicTaskContext;
@@ -230,8 +214,9 @@ export class TopicTask {
         it = items[Symbol.asyncIterator]();
         for (;;) {
           pending = it.next();
-          const next = await untilAborted(pending, signal);
-          if (next === undefined || stopped(signal)) return;
+          // An abort rejects here and ends the task (the catch below); `pending` is left to a linger.
+          const next = await abortable(pending, signal);
+          if (stopped(signal)) return;
           pending = undefined;
           if (next.done === true) break;
           const item = next.value;
