@@ -85,30 +85,6 @@ export function commitRefusedLine(m: ManagedSubscriptionSetting, error: string, 
   );
 }
 
-/** Says a line once per `MANAGED_REPEAT_MS` per key: a persistent refusal does not flood the log. */
-export class OncePer {
-  readonly #ms: number;
-  readonly #last = new Map<string, number>();
-
-  constructor(ms = MANAGED_REPEAT_MS) {
-    this.#ms = ms;
-  }
-
-  /** True when `key` was not said within the window (and marks it said now). */
-  due(key: string, nowMs: number): boolean {
-    const last = this.#last.get(key);
-    if (last !== undefined && nowMs - last < this.#ms) return false;
-    this.#last.set(key, nowMs);
-    return true;
-  }
-
-  /** A condition ended: the next occurrence is said at once. */
-  clear(key?: string): void {
-    if (key === undefined) this.#last.clear();
-    else this.#last.delete(key);
-  }
-}
-
 /**
  * Replay ids kept for re-delivery checks per managed topic (~120 bytes each): more than the default
  * pipeline holds uncommitted (max_uncommitted x max_entries = 16 000) plus the bridge and the credit.

@@ -27,8 +27,9 @@ import type {
   PayloadTransform,
   PubSubSettings,
 } from "./settings.ts";
+import { OncePer } from "../../util/once-per.ts";
 import {
-  OncePer,
+  MANAGED_REPEAT_MS,
   Unacknowledged,
   commitRefusedLine,
   nameOf,
@@ -112,7 +113,7 @@ export class TopicTask {
   #acked: string | undefined;
   /** Which managed stream is open: its commits may name only what it delivered. */
   #gen = 0;
-  readonly #said = new OncePer();
+  readonly #said = new OncePer(MANAGED_REPEAT_MS);
   #refusedSinceLine = 0;
   #commitBackoff = RECONNECT_BASE_MS;
 
