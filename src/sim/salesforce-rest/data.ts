@@ -60,6 +60,8 @@ export interface SimData {
   traceFlags: SimRecord[];
   /** Tooling `ManagedEventSubscription` records: the very rows the org's ManagedSubscribe serves. */
   managedEventSubscriptions?: SimRecord[];
+  /** The User object (`enrich.users` reads it); kept out of `objects` so nothing polls it. */
+  users?: SimRecord[];
 }
 
 /** An 18-character Id: a 3-character key prefix and a zero-padded counter. */

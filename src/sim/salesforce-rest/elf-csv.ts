@@ -2,6 +2,7 @@
 // chunk as the socket drains and never sits in memory. Rows look like Salesforce's (every cell
 // quoted, ~21 columns, ~330 bytes); REQUEST_ID of row n is `sim-<EventType>-<firstRow + n>`.
 import { Readable } from "node:stream";
+import { SIM_USERS, simUserId, simUserId15 } from "./users.ts";
 
 export const ELF_COLUMNS = [
   "EVENT_TYPE",
@@ -77,13 +78,13 @@ export function rowCells(shape: CsvShape, n: number): string[] {
   const h = mix(shape.seed, id);
   const ms = shape.startMs + Math.floor((n * shape.spanMs) / Math.max(1, shape.rows));
   const iso = new Date(ms).toISOString();
-  const user = `005SIM0000${pad(h % 97, 5)}`;
+  const userIndex = h % SIM_USERS;
   return [
     shape.eventType,
     compactTimestamp(iso),
     `sim-${shape.eventType}-${id}`,
     "00DSIM000000001",
-    user.slice(0, 15),
+    simUserId15(userIndex),
     String(h % 5000),
     String(h % 700),
     URIS[h % URIS.length]!,
@@ -99,7 +100,7 @@ export function rowCells(shape: CsvShape, n: number): string[] {
     METHODS[(h >>> 7) % METHODS.length]!,
     String((h >>> 9) % 2000),
     iso,
-    user,
+    simUserId(userIndex),
   ];
 }
 

@@ -3,6 +3,7 @@
 // with ids a test can enumerate: record Ids `simId(<prefix>, n)`, ELF rows `sim-<EventType>-<n>`,
 // ApexLog Ids `simId("07L", n)`. The `append*` helpers add newer data to a running org (records that
 // arrive while sf2loki is down).
+import { APEX_USERS, simUserId, simUsername } from "./users.ts";
 import { elfFile, sfDatetime, simId, type SimApexLog, type SimData, type SimRecord } from "./data.ts";
 
 const MIN = 60_000;
@@ -98,7 +99,8 @@ export function appendObjectRecords(
     const record: SimRecord = {
       Id: simId(opts.prefix, n),
       EventDate: sfDatetime(Math.floor(opts.fromMs + slot * step)),
-      Username: `user${n % 7}@example.com`,
+      UserId: simUserId(n % 7),
+      Username: simUsername(n % 7),
       LoginType: "Application",
       Status: n % 10 === 0 ? "Failed" : "Success",
     };
@@ -119,8 +121,8 @@ export function simApexLog(n: number, startMs: number, extra: Partial<SimApexLog
   return {
     Id: id,
     StartTime: sfDatetime(startMs),
-    LogUserId: "005SIM000000000001",
-    Username: n % 2 === 0 ? "dev@example.com" : "ops@example.com",
+    LogUserId: simUserId(n % 2 === 0 ? APEX_USERS.dev : APEX_USERS.ops),
+    Username: simUsername(n % 2 === 0 ? APEX_USERS.dev : APEX_USERS.ops),
     Operation: "/apex/AccountPage",
     Request: "Application",
     Status: n % 5 === 0 ? "Attempt to de-reference a null object" : "Success",

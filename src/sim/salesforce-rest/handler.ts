@@ -1,6 +1,7 @@
 // The REST side of the simulated org as a node:http request handler: SOQL and Tooling queries with
 // nextRecordsUrl paging, EventLogFile CSV blobs, ApexLog bodies, limits and describeGlobal, with
 // faults injected at the wire. Paths outside /services/data are left to other handlers (OAuth).
+import { simUsers } from "./users.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Clock } from "../../util/clock.ts";
 import {
@@ -77,6 +78,7 @@ export function createSimRest(opts: SimRestOptions = {}): SimRestHandler {
     limits: opts.limits ?? { ...DEFAULT_LIMITS },
     sobjects: opts.sobjects ?? [...DEFAULT_SOBJECTS],
     traceFlags: opts.traceFlags ?? [],
+    users: simUsers(),
   };
   const faults = new SimFaults();
   for (const rule of opts.faults ?? []) faults.add(rule);

@@ -27,6 +27,9 @@ function rowsOf(from: string, data: SimData): Row[] {
   if (from === "ManagedEventSubscription") {
     return (data.managedEventSubscriptions ?? []).map((r) => ({ fields: r, visibleAtMs: undefined }));
   }
+  if (from === "User") {
+    return (data.users ?? []).map((r) => ({ fields: r, visibleAtMs: undefined }));
+  }
   if (from === "ApexLog") {
     return data.apexLogs.map((l) => ({ fields: apexLogRecord(l), visibleAtMs: l.$visibleAtMs }));
   }
@@ -62,7 +65,23 @@ function project(q: Query, fields: Record<string, unknown>, type: string): Recor
   };
   if (q.fields === "ALL") return { attributes, ...fields };
   const out: Record<string, unknown> = { attributes };
-  for (const f of q.fields) out[f] = fieldOf(fields, f) ?? null;
+  for (const f of q.fields) {
+    const dot = f.indexOf(".");
+    if (dot < 0) {
+      out[f] = fieldOf(fields, f) ?? null;
+      continue;
+    }
+    // `Profile.Name` comes back nested, as Salesforce sends it: {"Profile": {"attributes": …, "Name": …}},
+    // or "Profile": null when the record has none.
+    const relation = f.slice(0, dot);
+    const related = fields[relation];
+    if (related === null || typeof related !== "object") {
+      out[relation] = null;
+      continue;
+    }
+    const nested = (out[relation] ??= { attributes: { type: relation } }) as Record<string, unknown>;
+    nested[f.slice(dot + 1)] = fieldOf(related as Record<string, unknown>, f.slice(dot + 1)) ?? null;
+  }
   return out;
 }
 

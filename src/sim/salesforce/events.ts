@@ -4,6 +4,7 @@
 import { createHash } from "node:crypto";
 import avsc from "avsc";
 import { seededRandom } from "../../util/prng.ts";
+import { simUserId, simUsername } from "../salesforce-rest/users.ts";
 
 type AvroField = { name: string; type: unknown; default?: unknown };
 
@@ -167,7 +168,8 @@ function seedFor(seed: number, topic: string, n: number): number {
   return h.readUInt32BE(0);
 }
 
-const USERS = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"];
+/** Events name the directory's first users (src/sim/salesforce-rest/users.ts). */
+const EVENT_USERS = 8;
 const BROWSERS = ["Chrome 126", "Firefox 128", "Safari 17", "Edge 126"];
 const PLATFORMS = ["Mac OSX", "Windows 10", "Linux", "iOS/iPhone", "Android 14"];
 const APPS = ["Browser", "Salesforce for iOS", "Data Loader", "Workbench", "sf CLI"];
@@ -202,13 +204,13 @@ export function generateEvent(
 ): Record<string, unknown> {
   const rand = seededRandom(seedFor(seed, schema.topic, n));
   const eventMs = createdMs - 5;
-  const user = pick(rand, USERS);
+  const userIndex = Math.floor(rand() * EVENT_USERS);
   const common: Record<string, unknown> = {
     EventIdentifier: `${idPrefix}-${schema.shortName}-${n}`,
     EventDate: eventMs,
     CreatedDate: createdMs,
-    UserId: sfId(rand, "005"),
-    Username: `${user}@example.com`,
+    UserId: simUserId(userIndex),
+    Username: simUsername(userIndex),
     SessionKey: sfId(rand, "vMA"),
     LoginKey: sfId(rand, "Lk"),
     SourceIp: ip(rand),
@@ -300,7 +302,7 @@ export function generateEvent(
         ...common,
         CreatedById: common.UserId,
         Score: Math.round(rand() * 10000) / 100,
-        Summary: `${schema.shortName} signal for ${user}`,
+        Summary: `${schema.shortName} signal for ${simUsername(userIndex)}`,
         Operation: pick(rand, OPERATIONS),
       };
   }
