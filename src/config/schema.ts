@@ -8,6 +8,7 @@ import { orgSinkSchema, sinkField } from "./schema-sink.ts";
 import { coordinateField, stateField } from "./schema-state.ts";
 import { serviceField } from "./schema-service.ts";
 import { deadletterField } from "./schema-deadletter.ts";
+import { enrichField } from "./schema-enrich.ts";
 
 const orgSchema = z.strictObject({
   name: meta(z.string().regex(/^[A-Za-z0-9_-]+$/, "must match ^[A-Za-z0-9_-]+$"), {
@@ -34,6 +35,7 @@ export const configSchema = z
     state: stateField,
     coordinate: coordinateField,
     deadletter: deadletterField,
+    enrich: enrichField,
     service: serviceField,
   })
   .superRefine((c, ctx) => {

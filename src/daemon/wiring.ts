@@ -27,6 +27,9 @@ import { ApexLogSource } from "../sources/apexlog/source.ts";
 import { EventLogObjectsSource } from "../sources/eventlog-objects/source.ts";
 import { EventLogFileSource } from "../sources/eventlogfile/source.ts";
 import { OrgSource } from "../sources/org-source.ts";
+import { UserDirectory } from "../enrich/users/directory.ts";
+import { UserEnrichedSource } from "../enrich/users/source.ts";
+import { queryRecentUsers, queryUsers } from "../salesforce/user-query.ts";
 import { categoryOfElfType, checkOverlap, ownedCategories } from "../sources/overlap.ts";
 import { PubSubSource } from "../sources/pubsub/source.ts";
 import type { PollingSourceDeps } from "../sources/shaping/deps.ts";
@@ -320,10 +323,22 @@ function wireOrg(config: Config, org: ResolvedOrg, common: Common, pollOnce: boo
       })
     : undefined;
 
+  // One directory per org, shared by its sources: one cache, one query budget, one loop.
+  const users = config.enrich.users.enabled
+    ? new UserDirectory({
+        settings: config.enrich.users,
+        lookup: {
+          byIds: (ids, signal) => queryUsers(rest, ids, signal),
+          recent: (limit, signal) => queryRecentUsers(rest, limit, signal),
+        },
+        ...own,
+        logger: orgLogger,
+      })
+    : undefined;
   const wrapped = inner.map(
     (source) =>
       new OrgSource({
-        inner: source,
+        inner: users ? new UserEnrichedSource(source, users) : source,
         org: { name: org.name, environment: org.salesforce.environment },
         orgId: () => auth.orgId(),
         firstOrg: org.legacyFallback,

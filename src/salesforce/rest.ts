@@ -35,7 +35,7 @@ export interface CallOptions {
   /** What the call is for, in operator messages: `EventLogFile listing for API`. */
   where?: string;
   /** The `api` attribute of `salesforce_api_throttled`. */
-  api?: "soql" | "eventlogfile" | "apexlog_body" | "limits" | "describe";
+  api?: "soql" | "eventlogfile" | "apexlog_body" | "limits" | "describe" | "user_lookup";
   /** false: one attempt only, for a caller whose own retry loop also covers reading the body. */
   retry?: boolean;
 }
@@ -55,7 +55,7 @@ export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 3, backoffMs: fullJitte
 const ERROR_BODY_MAX = 64 * 1024;
 
 /** The `api` values a throttled call is counted under, known in advance: exported at 0 from start-up. */
-const THROTTLE_APIS = ["soql", "eventlogfile", "limits", "apexlog_body"];
+const THROTTLE_APIS = ["soql", "eventlogfile", "limits", "apexlog_body", "user_lookup"];
 
 export class RestClient {
   readonly apiVersion: string;
@@ -135,17 +135,15 @@ export class RestClient {
   }
 
   async #getText(path: string, where: string, opts: CallOptions): Promise<{ status: number; body: string }> {
-    return retry(
-      async () => {
-        const res = await this.#call(path, where, { ...opts, retry: false });
-        try {
-          return { status: res.statusCode, body: await res.body.text() };
-        } catch (err) {
-          throw this.#transport(where, err, opts.signal);
-        }
-      },
-      this.retryOptions(where, opts.signal),
-    );
+    const once = async (): Promise<{ status: number; body: string }> => {
+      const res = await this.#call(path, where, { ...opts, retry: false });
+      try {
+        return { status: res.statusCode, body: await res.body.text() };
+      } catch (err) {
+        throw this.#transport(where, err, opts.signal);
+      }
+    };
+    return opts.retry === false ? once() : retry(once, this.retryOptions(where, opts.signal));
   }
 
   /** A 2xx response with its body unread; retried while transient, errors typed. */
