@@ -2,6 +2,7 @@
 // Pub/Sub (and, when asked, serving polled objects, EventLogFiles and ApexLogs) and a Loki receiver,
 // both on loopback, plus a config that points sf2loki at them.
 
+import type { Clock } from "../util/clock.ts";
 import { startSimOrg, type SimOrg } from "./salesforce/index.ts";
 import type { SimPollingData } from "./salesforce-rest/generate.ts";
 import { startLokiReceiver, type LokiReceiver } from "./loki.ts";
@@ -46,6 +47,10 @@ export async function startDemoWorld(opts: {
    * instead of Subscribe: Salesforce keeps the replay, and sf2loki commits it there (`demo --managed`).
    */
   managed?: boolean;
+  /** The org's clock (record visibility, event dates, session timeout); default the system clock. */
+  clock?: Pick<Clock, "now">;
+  /** The org's session timeout in ms (see SimOrgOptions); default: tokens never time out. */
+  sessionTimeoutMs?: number;
 }): Promise<DemoWorld> {
   const topics = opts.topics ?? DEMO_TOPICS;
   const managed = opts.managed === true ? topics.map((topic) => managedDemoSubscription(topic)) : [];
@@ -57,6 +62,8 @@ export async function startDemoWorld(opts: {
     ...(opts.polling ? { polling: opts.polling } : {}),
     ...(opts.orgId ? { orgId: opts.orgId } : {}),
     managedSubscriptions: managed.map((m) => ({ ...m, defaultReplay: "EARLIEST" as const })),
+    ...(opts.clock ? { rest: { clock: opts.clock } } : {}),
+    ...(opts.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: opts.sessionTimeoutMs } : {}),
   });
   // Loki's default age limits: the simulated org dates its events in the present, so a clean demo
   // refuses nothing; an entry dated otherwise shows up as a drop, as it would against a real Loki.

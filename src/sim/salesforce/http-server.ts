@@ -150,7 +150,7 @@ function orgHandler(state: SimOrgState, rest: SimRestHandler): OrgHandler {
   }
 
   function userinfo(req: IncomingMessage, res: ServerResponse): void {
-    if (!state.validTokens.has(bearer(req))) {
+    if (!state.accepts(bearer(req))) {
       send(res, 403, "Bad_OAuth_Token");
       return;
     }

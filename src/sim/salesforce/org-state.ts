@@ -42,6 +42,13 @@ export interface SimOrgOptions {
   polling?: SimPollingData;
   /** ManagedEventSubscription records the org starts with (ManagedSubscribe, Tooling API). */
   managedSubscriptions?: SimManagedSubscriptionSpec[];
+  /**
+   * The session timeout: a token stops working this many ms (by the org's clock) after it was minted,
+   * and REST answers 401 INVALID_SESSION_ID, userinfo 403, Pub/Sub UNAUTHENTICATED. Absolute, not idle:
+   * Salesforce's timeout is an idle one (use keeps a session alive), so this is the worst case. Default:
+   * tokens never time out.
+   */
+  sessionTimeoutMs?: number;
 }
 
 export interface QueuedHttpFault {
@@ -65,7 +72,10 @@ export class SimOrgState {
   readonly clientId: string;
   readonly opts: SimOrgOptions;
   readonly topics = new Map<string, TopicLog>();
+  /** Tokens this org issued and has not revoked (a timed-out one stays: it still names its org). */
   readonly validTokens = new Set<string>();
+  /** When each issued token was minted, by the org's clock. */
+  readonly #mintedAt = new Map<string, number>();
   readonly httpFaults = new Map<string, QueuedHttpFault[]>();
   /** Pub/Sub faults queued for this org's next Subscribe / GetSchema / CUSTOM subscribe. */
   readonly subscribeFaults: GrpcFault[] = [];
@@ -121,7 +131,21 @@ export class SimOrgState {
     this.mints++;
     const token = `${this.orgId}!SIM.${this.#tokenSeq}.${Math.random().toString(36).slice(2, 10)}`;
     this.validTokens.add(token);
+    this.#mintedAt.set(token, this.#now());
     return token;
+  }
+
+  /** `token` was issued here, not revoked, and its session has not timed out. */
+  accepts(token: string): boolean {
+    if (!this.validTokens.has(token)) return false;
+    const timeout = this.opts.sessionTimeoutMs;
+    return timeout === undefined || this.#now() - (this.#mintedAt.get(token) ?? 0) < timeout;
+  }
+
+  /** Every issued token stops working. */
+  revokeTokens(): void {
+    this.validTokens.clear();
+    this.#mintedAt.clear();
   }
 
   /** The next queued fault for a path, consumed. */

@@ -28,6 +28,13 @@ import { CORRUPTED_REPLAY_ID_CODE, type SimOrgState } from "./org-state.ts";
 import type { TopicLog } from "./topic-log.ts";
 import type { SimManagedSubscription } from "./managed-subscriptions.ts";
 
+/** What Salesforce answers a call (or an open stream) whose session is gone. */
+const EXPIRED_SESSION: GrpcFault = {
+  code: status.UNAUTHENTICATED,
+  details: "Invalid or expired access token",
+  errorCode: "sfdc.platform.eventbus.grpc.service.auth.error",
+};
+
 type SubscribeCall = ServerDuplexStream<FetchRequest, FetchResponse>;
 /** A ManagedFetchResponse is a FetchResponse plus commit_response: one stream class writes both. */
 type ManagedCall = ServerDuplexStream<ManagedFetchRequest, FetchResponse>;
@@ -61,6 +68,7 @@ class SimStream {
   readonly #keepaliveMs: number;
   readonly #maxBatch: number;
   readonly #unsubscribe: () => void;
+  readonly #token: string;
   next: number;
   requested = 0;
   sent = 0;
@@ -86,6 +94,7 @@ class SimStream {
     this.next = next;
     this.#keepaliveMs = keepaliveMs;
     this.#maxBatch = maxBatch;
+    this.#token = String(call.metadata.get("accesstoken")[0] ?? "");
     this.#unsubscribe = topic.onPublish(() => {
       this.pump();
     });
@@ -102,6 +111,7 @@ class SimStream {
 
   pump(): void {
     if (this.closed || this.stalled || this.#waitingDrain) return;
+    if (this.#sessionTimedOut()) return;
     while (this.outstanding > 0 && this.next <= this.topic.max) {
       const count = Math.min(this.outstanding, this.#maxBatch, this.topic.max - this.next + 1);
       const events = [];
@@ -143,7 +153,7 @@ class SimStream {
     clearTimeout(this.#keepaliveTimer);
     if (this.closed || this.stalled || this.outstanding <= 0) return;
     this.#keepaliveTimer = setTimeout(() => {
-      if (this.closed || this.stalled || this.outstanding <= 0) return;
+      if (this.closed || this.stalled || this.outstanding <= 0 || this.#sessionTimedOut()) return;
       this.keepalives++;
       this.#call.write({
         events: [],
@@ -154,6 +164,13 @@ class SimStream {
       this.#armKeepalive();
     }, this.#keepaliveMs);
     this.#keepaliveTimer.unref();
+  }
+
+  /** The stream's token timed out (or was revoked): it ends UNAUTHENTICATED, as a new call would. */
+  #sessionTimedOut(): boolean {
+    if (this.org.accepts(this.#token)) return false;
+    this.fail(EXPIRED_SESSION);
+    return true;
   }
 
   stall(): void {
@@ -296,13 +313,7 @@ export class SimPubSubServer {
   /** The metadata check every RPC does: a live token, its org's instance URL and tenant id. */
   #authFault(md: Metadata, org: SimOrgState | undefined): GrpcFault | undefined {
     const token = md.get("accesstoken")[0];
-    if (!org || typeof token !== "string" || !org.validTokens.has(token)) {
-      return {
-        code: status.UNAUTHENTICATED,
-        details: "Invalid or expired access token",
-        errorCode: "sfdc.platform.eventbus.grpc.service.auth.error",
-      };
-    }
+    if (!org || typeof token !== "string" || !org.accepts(token)) return EXPIRED_SESSION;
     // Compared without the scheme: clients that insist on https:// (the bench's reference) still match.
     const instance = String(md.get("instanceurl")[0] ?? "").replace(/^https?:\/\//, "");
     if (instance !== org.instanceUrl.replace(/^https?:\/\//, "") || md.get("tenantid")[0] !== org.orgId) {

@@ -163,7 +163,7 @@ export async function startSimOrgs(opts: SimOrgsOptions): Promise<SimOrgs> {
         ...(entry.extraSObjects ?? []),
       ],
       moreSObjects: () => topicSObjects(state),
-      validToken: (token) => state.validTokens.has(token),
+      validToken: (token) => state.accepts(token),
     });
     if (entry.polling) addPollingData(rest.data, entry.polling, entry.rest?.clock?.now() ?? Date.now());
     // The Tooling API lists the very records ManagedSubscribe serves.
@@ -241,7 +241,7 @@ function simOrg(
       for (let i = 0; i < count; i++) state.schemaFaults.push(fault);
     },
     expireTokens: () => {
-      state.validTokens.clear();
+      state.revokeTokens();
       grpc.failStreams(state, {
         code: status.UNAUTHENTICATED,
         details: "Session expired or invalid",
