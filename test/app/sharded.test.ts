@@ -6,66 +6,16 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { KubeConfig } from "@kubernetes/client-node";
 import { createApp, type App } from "../../src/daemon/app.ts";
-import { validateConfig } from "../../src/config/load.ts";
-import { leaseApiFor } from "../../src/coordinate/k8s-lease/client.ts";
-import { leaseListFor } from "../../src/coordinate/k8s-lease/list-client.ts";
-import { K8sShardSpace } from "../../src/coordinate/sharding/k8s-space.ts";
 import { deadLetterDirectory, FileDeadLetterStore } from "../../src/deadletter/file-store.ts";
-import { pollingSources, simSalesforceConfig } from "../../src/sim/demo-polling.ts";
-import { DEMO_SECRET } from "../../src/sim/demo-world.ts";
 import { startLokiReceiver } from "../../src/sim/loki.ts";
 import type { SimOrg } from "../../src/sim/salesforce/index.ts";
 import { K8sEmulator } from "../support/k8s-emulator.ts";
+import { NAME, NS, shardedConfig, space, until } from "../support/sharded.ts";
 import { captureLogger } from "../state/helpers/capture-logger.ts";
 import { startTwoOrgs } from "../support/two-orgs.ts";
 import { tempDir } from "../support/tmp.ts";
 import { systemClock } from "../../src/util/clock.ts";
-
-const NS = "sf2loki";
-const NAME = "sf2loki-leader";
-
-function space(emu: K8sEmulator, replica: string): K8sShardSpace {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: "emulator", server: emu.url, skipTLSVerify: true }],
-    users: [{ name: "replica", token: `token-${replica}` }],
-    contexts: [{ name: "emulator", cluster: "emulator", user: "replica" }],
-    currentContext: "emulator",
-  });
-  return new K8sShardSpace({
-    namespace: NS,
-    name: NAME,
-    connect: () => Promise.resolve({ lease: (n) => leaseApiFor(kc, NS, n), list: leaseListFor(kc, NS) }),
-  });
-}
-
-/** Each org polling its LoginEvents, sharded on the k8s emulator's Lease at test timing (3 s / 1 s). */
-function shardedConfig(orgs: Record<string, SimOrg>, pushUrl: string, statePath: string) {
-  return validateConfig({
-    orgs: Object.entries(orgs).map(([name, org]) => ({
-      name,
-      salesforce: simSalesforceConfig(org, DEMO_SECRET),
-      sources: pollingSources(org.rest.data),
-    })),
-    sink: { loki: { url: pushUrl, batch: { flush_interval: "50ms" } } },
-    state: { file: { path: statePath } },
-    coordinate: {
-      type: "k8s_lease",
-      k8s_lease: { namespace: NS, name: NAME, lease_duration: "3s", renew_interval: "1s" },
-      sharding: { enabled: true },
-    },
-  });
-}
-
-async function until(cond: () => boolean | Promise<boolean>, what: string, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    assert.ok(Date.now() < deadline, `${what}: not within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 test("two sharded daemons split two orgs, each in its own seeded document, and release all on stop", async (t) => {
   const emu = await K8sEmulator.start();
