@@ -5,18 +5,20 @@
 // source refused drops the shared token (compare-and-clear) and mints, and every other source of the
 // process picks up that one. One mint per org per lifetime S means 3600 s / S an hour: with S = 10 min,
 // 6 an hour; at Salesforce's default 2 h timeout the 1 h token_ttl re-mints first, 60/59 an hour
-// (test/salesforce/token-lifetime.test.ts measures those on one clock).
+// (test/salesforce/token-lifetime.test.ts measures those on one clock). An HA standby mints once, at its
+// start-up auth probe, and then not until it leads; `doctor` and `backfill` mint once per run.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { test } from "node:test";
 import { stringify } from "yaml";
 import { validateConfig } from "../../src/config/load.ts";
-import { createApp } from "../../src/daemon/app.ts";
+import { createApp, type App } from "../../src/daemon/app.ts";
 import { DEMO_TOPICS, startDemoWorld, type DemoWorld } from "../../src/sim/demo-world.ts";
 import { ManualClock } from "../../src/util/clock.ts";
 import { cli } from "../support/cli.ts";
 import { tempDir, writeFile } from "../support/tmp.ts";
-import { fastPolls, nextSession } from "../support/sessions.ts";
+import { fastPolls, mark, nextSession, resumed } from "../support/sessions.ts";
+import { until } from "../support/sharded.ts";
 import { waitFor } from "../support/timing.ts";
 
 const SESSION_MS = 10 * 60_000;
@@ -109,4 +111,69 @@ test("doctor and backfill mint one token per run", async (t) => {
   }
   t.diagnostic(`mints per run: doctor ${runs.doctor!.join(",")}; backfill ${runs.backfill!.join(",")}`);
   assert.deepEqual(runs, { doctor: [1, 1], backfill: [1, 1] });
+});
+
+/** This process's own count of tokens it minted (its sf2loki_auth_refreshes), single-org. */
+async function refreshes(app: App): Promise<number> {
+  const text = await (await fetch(`${app.healthUrl()!}/metrics`)).text();
+  return Number(/^sf2loki_auth_refreshes_total(?:\{[^}]*\})? (\d+)/m.exec(text)?.[1] ?? 0);
+}
+
+async function leads(app: App): Promise<boolean> {
+  if (app.healthUrl() === undefined) return false;
+  const text = await (await fetch(`${app.healthUrl()!}/metrics`)).text();
+  return /^sf2loki_leader 1/m.test(text);
+}
+
+test("HA: a standby mints once at start-up and then not until it leads", async (t) => {
+  const clock = orgClock();
+  const w = await world(clock);
+  t.after(() => w.stop());
+  const dir = tempDir("sf2loki-ha-tokens-");
+  const replica = (name: string): { app: App; stop: AbortController; running: Promise<void> } => {
+    const tree = w.config(join(dir, "state.json"));
+    fastPolls(tree.sources as Record<string, unknown>);
+    tree.coordinate = {
+      type: "file_lease",
+      file_lease: { path: join(dir, "leader.lease"), ttl: "3s", renew_interval: "1s", holder_id: name },
+    };
+    const app = createApp(validateConfig(tree));
+    const stop = new AbortController();
+    return { app, stop, running: app.run(stop.signal) };
+  };
+  const want = {
+    queries: ["FROM EventLogFile", "FROM ApexLog", "FROM ApiAnomalyEventStore"],
+    topics: DEMO_TOPICS,
+    delivered: () => streamed(w),
+  };
+  const a = replica("pod-a");
+  const b = replica("pod-b");
+  try {
+    await waitFor(() => streamed(w), "the first delivery", 30_000);
+    const [leader, standby] = (await leads(a.app)) ? [a, b] : [b, a];
+    assert.ok(await leads(leader.app));
+    await waitFor(() => standby.app.healthUrl() !== undefined, "the standby's health server", 30_000);
+    await waitFor(() => w.org.stats().mints === 2, "both replicas probed their org", 30_000);
+    for (let k = 1; k <= 3; k++) await nextSession(w.org, clock, SESSION_MS, want);
+    const split = { leader: await refreshes(leader.app), standby: await refreshes(standby.app) };
+    assert.deepEqual(split, { leader: 4, standby: 1 }, "only the leader re-mints");
+    // The leader stops; the standby's start-up token is three sessions old, so it mints once on taking over.
+    const before = w.org.stats().mints;
+    leader.stop.abort();
+    await leader.running;
+    const since = mark(w.org);
+    await until(() => leads(standby.app), "the standby takes over");
+    await resumed(since, want);
+    const taken = await refreshes(standby.app);
+    t.diagnostic(
+      `HA, 2 replicas, 3 sessions of ${SESSION_MS / 60_000} min: leader ${split.leader} mints (1 at start + 1 per session), ` +
+        `standby ${split.standby} (its start-up probe); on take-over the standby minted ${taken - split.standby} more; ` +
+        `org endpoint: ${w.org.stats().mints}`,
+    );
+    assert.equal(w.org.stats().mints, before + 1, "the take-over costs one mint");
+    assert.equal(taken, 2);
+  } finally {
+    for (const r of [a, b]) r.stop.abort();
+    await Promise.all([a.running, b.running]);
+  }
 });
