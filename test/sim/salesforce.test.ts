@@ -4,6 +4,7 @@ import { buildTopicSchema, generateEvent } from "../../src/sim/salesforce/index.
 import { TokenProvider } from "../../src/salesforce/auth.ts";
 import { PubSubClient } from "../../src/salesforce/pubsub/client.ts";
 import { replayIdFromSequence } from "../../src/salesforce/pubsub/proto.ts";
+import { ManualClock } from "../../src/util/clock.ts";
 import { clientCredentials, simOrg } from "../salesforce/support.ts";
 
 const T = Date.UTC(2026, 0, 1);
@@ -97,6 +98,46 @@ describe("simulated org: Pub/Sub server", () => {
       client.close();
     });
     await assert.rejects(client.getTopic("/event/LoginEventStream"), /instanceurl or tenantid/);
+  });
+
+  it("ends a session after its timeout on the org's clock: REST 401, userinfo 403, an open stream UNAUTHENTICATED", async (t) => {
+    const clock = new ManualClock({ startMs: T, auto: false });
+    const sim = await simOrg(t, { eventsPerTopic: 1, sessionTimeoutMs: 600_000, rest: { clock } });
+    const auth = new TokenProvider({ settings: clientCredentials(sim) });
+    const client = new PubSubClient({
+      endpoint: sim.pubsubEndpoint,
+      auth,
+      insecure: true,
+      stallTimeoutMs: 0,
+    });
+    t.after(() => {
+      client.close();
+    });
+    const { accessToken } = await auth.token();
+    const get = async (path: string): Promise<number> =>
+      (await fetch(`${sim.instanceUrl}${path}`, { headers: { authorization: `Bearer ${accessToken}` } }))
+        .status;
+    const stream = client.subscribe(
+      { topic: "/event/LoginEventStream", preset: "EARLIEST", numRequested: 10 },
+      new AbortController().signal,
+    );
+    assert.equal((await stream.next()).done, false);
+    clock.advance(599_999);
+    assert.deepEqual(
+      [await get("/services/data/v60.0/limits"), await get("/services/oauth2/userinfo")],
+      [200, 200],
+    );
+    clock.advance(1);
+    assert.deepEqual(
+      [await get("/services/data/v60.0/limits"), await get("/services/oauth2/userinfo")],
+      [401, 403],
+    );
+    sim.faults.publish("/event/LoginEventStream", 1);
+    await assert.rejects(stream.next(), /UNAUTHENTICATED|expired/i);
+    assert.equal(sim.stats().mints, 1);
+    // A new token is a new session.
+    await client.getTopic("/event/LoginEventStream");
+    assert.equal(sim.stats().mints, 2);
   });
 
   it("lists topics as sObjects in describeGlobal, with Store twins for <X>Event topics", async (t) => {
