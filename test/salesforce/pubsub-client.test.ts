@@ -1,14 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { TestContext } from "node:test";
 import { status } from "@grpc/grpc-js";
 import { ManualClock } from "../../src/util/clock.ts";
-import { TokenProvider } from "../../src/salesforce/auth.ts";
-import {
-  PubSubClient,
-  type PubSubClientOptions,
-  type SubscribeItem,
-} from "../../src/salesforce/pubsub/client.ts";
+import { PubSubClient, type SubscribeItem } from "../../src/salesforce/pubsub/client.ts";
 import {
   SchemaFetchError,
   StreamStalledError,
@@ -16,31 +10,11 @@ import {
   replayRejection,
 } from "../../src/salesforce/pubsub/errors.ts";
 import { replayIdFromSequence } from "../../src/salesforce/pubsub/proto.ts";
-import type { SimOrg } from "../../src/sim/salesforce/index.ts";
-import { clientCredentials, metricsHarness, simOrg, until } from "./support.ts";
+import { clientFor, metricsHarness, simOrg, until } from "./support.ts";
 
 const LOGIN = "/event/LoginEventStream";
 const API = "/event/ApiEventStream";
 const URI = "/event/LightningUriEventStream";
-
-function clientFor(
-  t: TestContext,
-  sim: SimOrg,
-  over: Partial<PubSubClientOptions> = {},
-): { client: PubSubClient; auth: TokenProvider } {
-  const auth = new TokenProvider({ settings: clientCredentials(sim) });
-  const client = new PubSubClient({
-    endpoint: sim.pubsubEndpoint,
-    auth,
-    insecure: true,
-    stallTimeoutMs: 0,
-    ...over,
-  });
-  t.after(() => {
-    client.close();
-  });
-  return { client, auth };
-}
 
 function seqOf(id: Buffer): number {
   return Number(id.readBigUInt64BE());

@@ -12,7 +12,8 @@ import {
 } from "@opentelemetry/sdk-metrics";
 import type { Meter } from "@opentelemetry/api";
 import type { Logger } from "../../src/obs/logger.ts";
-import type { SalesforceSettings } from "../../src/salesforce/auth.ts";
+import { TokenProvider, type SalesforceSettings } from "../../src/salesforce/auth.ts";
+import { PubSubClient, type PubSubClientOptions } from "../../src/salesforce/pubsub/client.ts";
 import {
   simSalesforceSettings,
   startSimOrg,
@@ -130,4 +131,24 @@ export async function until(cond: () => boolean, what: string, timeoutMs = 5_000
     if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+/** A Pub/Sub client on its own token provider against `sim` (plaintext, no stall timeout), closed after `t`. */
+export function clientFor(
+  t: TestContext,
+  sim: SimOrg,
+  over: Partial<PubSubClientOptions> = {},
+): { client: PubSubClient; auth: TokenProvider } {
+  const auth = new TokenProvider({ settings: clientCredentials(sim) });
+  const client = new PubSubClient({
+    endpoint: sim.pubsubEndpoint,
+    auth,
+    insecure: true,
+    stallTimeoutMs: 0,
+    ...over,
+  });
+  t.after(() => {
+    client.close();
+  });
+  return { client, auth };
 }

@@ -5,7 +5,7 @@ import { TokenProvider } from "../../src/salesforce/auth.ts";
 import { PubSubClient } from "../../src/salesforce/pubsub/client.ts";
 import { replayIdFromSequence } from "../../src/salesforce/pubsub/proto.ts";
 import { ManualClock } from "../../src/util/clock.ts";
-import { clientCredentials, simOrg } from "../salesforce/support.ts";
+import { clientCredentials, clientFor, simOrg } from "../salesforce/support.ts";
 
 const T = Date.UTC(2026, 0, 1);
 
@@ -103,16 +103,7 @@ describe("simulated org: Pub/Sub server", () => {
   it("ends a session after its timeout on the org's clock: REST 401, userinfo 403, an open stream UNAUTHENTICATED", async (t) => {
     const clock = new ManualClock({ startMs: T, auto: false });
     const sim = await simOrg(t, { eventsPerTopic: 1, sessionTimeoutMs: 600_000, rest: { clock } });
-    const auth = new TokenProvider({ settings: clientCredentials(sim) });
-    const client = new PubSubClient({
-      endpoint: sim.pubsubEndpoint,
-      auth,
-      insecure: true,
-      stallTimeoutMs: 0,
-    });
-    t.after(() => {
-      client.close();
-    });
+    const { client, auth } = clientFor(t, sim);
     const { accessToken } = await auth.token();
     const get = async (path: string): Promise<number> =>
       (await fetch(`${sim.instanceUrl}${path}`, { headers: { authorization: `Bearer ${accessToken}` } }))
