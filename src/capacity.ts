@@ -50,6 +50,12 @@ const ELF_BRIDGE_CHUNKS = 2;
 const PUBSUB_BRIDGE_ENTRIES = 1000;
 /** Records in one SOQL page (Salesforce's default batch for a query). */
 const SOQL_PAGE_RECORDS = 2000;
+/**
+ * Heap per cached user of `enrich.users` (Map entry, its five fields as parsed strings, the 18-char
+ * key), plus its share of the waiting-id set: 361 B measured for 20 000 users with 30-character
+ * usernames (node --expose-gc, heapUsed after a full GC); rounded up for longer names.
+ */
+export const ENRICH_USER_HEAP_BYTES = 500;
 
 export interface MemoryModelOptions {
   /**
@@ -123,6 +129,10 @@ export function memoryModel(config: Config, opts: MemoryModelOptions = {}): Memo
     // One body at a time, as received bytes and as the decoded string.
     if (s.apexlog.enabled) add("apexlog", s.apexlog.max_body_bytes * 2);
   }
+
+  const users = config.enrich.users;
+  // Heap bytes already, not queue cost: no HEAP_PER_COST_BYTE.
+  if (users.enabled) parts["enrich.users"] = orgs.length * users.max_users * ENRICH_USER_HEAP_BYTES;
 
   const modules = loadedModules(config);
   const modulesMib = modules.reduce((n, m) => n + MODULE_MIB[m], 0);

@@ -60,3 +60,11 @@ test("the SDKs a config loads on use count once each; orgs add their sources' bu
   // Orgs share the pipeline's lanes: the queues do not double.
   assert.equal(two.live_by_part["lane queues"], one.live_by_part["lane queues"]);
 });
+
+test("enrich.users adds its bounded cache per org to the live data", () => {
+  const off = memoryModel(elf());
+  const withUsers = memoryModel(elf({}, { enrich: { users: { enabled: true, max_users: 20_000 } } }));
+  assert.equal(off.live_by_part["enrich.users"], undefined);
+  assert.equal(withUsers.live_by_part["enrich.users"], Math.round((20_000 * 500 * 10) / 2 ** 20) / 10);
+  assert.ok(withUsers.total_mib > off.total_mib);
+});

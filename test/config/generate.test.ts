@@ -60,6 +60,7 @@ test("the JSON Schema is draft 2020-12, titled Config, strict, and parses", () =
     "state",
     "coordinate",
     "deadletter",
+    "enrich",
     "service",
   ]);
   assert.ok(jsonSchema().endsWith("}\n"));
