@@ -4,6 +4,8 @@
 // operator hashed or dropped there is no Salesforce id any more, so it is not looked up, and no name
 // is attached to an entry whose id was meant to leave pseudonymised.
 
+import { recordId18 } from "../../salesforce/record-id.ts";
+
 /**
  * The fields that name an entry's user, as canonical JSON spells them: Real-Time Event Monitoring
  * events and event objects (`UserId`), EventLogFile rows (`USER_ID`), ApexLogs (`LogUserId`), Change
@@ -25,25 +27,13 @@ function isIdChar(c: number): boolean {
   return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
 }
 
-const SUFFIX = "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345";
-
 /**
  * The 18-character form of a 15- or 18-character User id, else undefined. EventLogFiles carry the
  * 15-character form, events the 18: one user must be one cache entry, and the 18-character id is
- * what a User query returns. The suffix encodes, per 5-character chunk, which characters are upper case.
+ * what a User query returns.
  */
 export function userId18(id: string): string | undefined {
   if ((id.length !== 15 && id.length !== 18) || !id.startsWith(USER_PREFIX)) return undefined;
   for (let i = 0; i < id.length; i++) if (!isIdChar(id.charCodeAt(i))) return undefined;
-  if (id.length === 18) return id;
-  let suffix = "";
-  for (let chunk = 0; chunk < 3; chunk++) {
-    let bits = 0;
-    for (let i = 0; i < 5; i++) {
-      const c = id.charCodeAt(chunk * 5 + i);
-      if (c >= 65 && c <= 90) bits |= 1 << i;
-    }
-    suffix += SUFFIX.charAt(bits);
-  }
-  return id + suffix;
+  return id.length === 18 ? id : recordId18(id);
 }

@@ -1,5 +1,6 @@
 // The simulated org's users: the ones its events, EventLogFile rows and ApexLogs name, as the User
 // object holds them (with the Profile and UserRole relationships `enrich.users` reads).
+import { recordId18 } from "../../salesforce/record-id.ts";
 import { sfDatetime, type SimRecord } from "./data.ts";
 
 const LAST_LOGIN_BASE_MS = Date.UTC(2026, 0, 1);
@@ -9,7 +10,6 @@ export const SIM_USERS = 97;
 const NAMED = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "dev", "ops"];
 export const APEX_USERS = { dev: 8, ops: 9 } as const;
 const ROLES = ["CEO", "Sales Rep", "Support Agent"];
-const CHECKSUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345";
 
 /** User i's 15-character id, as EventLogFiles' USER_ID carries it. */
 export function simUserId15(i: number): string {
@@ -18,14 +18,7 @@ export function simUserId15(i: number): string {
 
 /** User i's 18-character id, as events and the User object carry it (Salesforce's case checksum). */
 export function simUserId(i: number): string {
-  const id = simUserId15(i);
-  let suffix = "";
-  for (let chunk = 0; chunk < 3; chunk++) {
-    let bits = 0;
-    for (let k = 0; k < 5; k++) if (/[A-Z]/.test(id[chunk * 5 + k]!)) bits |= 1 << k;
-    suffix += CHECKSUM.charAt(bits);
-  }
-  return id + suffix;
+  return recordId18(simUserId15(i));
 }
 
 export function simUsername(i: number): string {
