@@ -41,7 +41,7 @@ test(
       eventsPerTopic: EVENTS,
       polling: {
         objects: { ApiAnomalyEventStore: { records: 60 } },
-        dailyEventLogFiles: { types: { Report: 500 }, days: 1 },
+        eventLogFiles: { Report: { rows: 500 } },
         apexLogs: 8,
       },
     });
@@ -52,10 +52,14 @@ test(
     const want = Object.values(emittedBySource(world, EVENTS)).reduce((a, b) => a + b, 0);
     const reader = loki.reader(tenant);
     const range = [nowNs() - 7n * DAY_NS, nowNs() + 60_000_000_000n] as const;
+    let seen = 0;
     await runDaemon(enriched, {
       pollOnce: true,
       what: `${want} entries in Loki`,
-      until: async () => (await reader.count('{job="sf2loki"}', ...range)) >= want,
+      until: async () => (seen = await reader.count('{job="sf2loki"}', ...range)) >= want,
+    }).catch(async (err: unknown) => {
+      const by = await reader.countBy('{job="sf2loki"}', ...range, ["source", "event_type"]);
+      throw new Error(`${String(err)}; Loki holds ${seen}: ${JSON.stringify([...by])}`);
     });
     await loki.flush();
     assert.equal(await reader.count('{job="sf2loki"}', ...range), want, "count_over_time: every entry once");
