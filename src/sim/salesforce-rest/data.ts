@@ -133,10 +133,14 @@ export const DEFAULT_SOBJECTS = [
   "ApiAnomalyEvent",
   "ApiAnomalyEventStore",
   "EventLogFile",
+  "LoginAnomalyEvent",
+  "LoginAnomalyEventStore",
   "LoginEvent",
   "LoginEventStream",
   "LogoutEventStream",
   "SetupAuditTrail",
+  "UniversalAnomalyEvent",
+  "UniversalAnomalyEventStore",
 ];
 
 /**

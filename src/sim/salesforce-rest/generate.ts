@@ -4,6 +4,9 @@
 // ApexLog Ids `simId("07L", n)`. The `append*` helpers add newer data to a running org (records that
 // arrive while sf2loki is down).
 import { APEX_USERS, simUserId, simUsername } from "./users.ts";
+import { seedFor } from "../salesforce/events.ts";
+import { threatEventOf, threatValues } from "../salesforce/threat-detection.ts";
+import { seededRandom } from "../../util/prng.ts";
 import { elfFile, sfDatetime, simId, type SimApexLog, type SimData, type SimRecord } from "./data.ts";
 
 const MIN = 60_000;
@@ -79,7 +82,8 @@ export function addPollingData(data: SimData, spec: SimPollingData, nowMs: numbe
 
 /**
  * Appends `count` records to `name`, EventDates spread evenly over [fromMs, toMs]; with `tie`, that
- * many records in the middle share one EventDate (Ids still ascend in n order).
+ * many records in the middle share one EventDate (Ids still ascend in n order). A Threat Detection
+ * store (`LoginAnomalyEventStore`, `UniversalAnomalyEventStore`) gets its event's documented fields.
  */
 export function appendObjectRecords(
   data: SimData,
@@ -93,21 +97,53 @@ export function appendObjectRecords(
   const tieStart = Math.floor((count - tie) / 2);
   const step = count > 1 ? (opts.toMs - opts.fromMs) / (count - 1) : 0;
   const added: SimRecord[] = [];
+  const threat = threatEventOf(name);
   for (let i = 0; i < count; i++) {
     const slot = i >= tieStart && i < tieStart + tie ? tieStart : i;
     const n = first + i;
-    const record: SimRecord = {
-      Id: simId(opts.prefix, n),
-      EventDate: sfDatetime(Math.floor(opts.fromMs + slot * step)),
-      UserId: simUserId(n % 7),
-      Username: simUsername(n % 7),
-      LoginType: "Application",
-      Status: n % 10 === 0 ? "Failed" : "Success",
-    };
+    const eventMs = Math.floor(opts.fromMs + slot * step);
+    const record: SimRecord = threat
+      ? threatRecord(threat, name, n, simId(opts.prefix, n), eventMs)
+      : {
+          Id: simId(opts.prefix, n),
+          EventDate: sfDatetime(eventMs),
+          UserId: simUserId(n % 7),
+          Username: simUsername(n % 7),
+          LoginType: "Application",
+          Status: n % 10 === 0 ? "Failed" : "Success",
+        };
     records.push(record);
     added.push(record);
   }
   return added;
+}
+
+/**
+ * Stored Threat Detection record `n`: its event's fields (the same generator the Pub/Sub topic uses),
+ * dated as the REST API writes dates, stored 30 s after the anomaly it records.
+ */
+function threatRecord(
+  event: NonNullable<ReturnType<typeof threatEventOf>>,
+  name: string,
+  n: number,
+  id: string,
+  eventMs: number,
+): SimRecord {
+  const rand = seededRandom(seedFor(1, name, n));
+  const user = simUsername(n % 7);
+  const userId = simUserId(n % 7);
+  return {
+    Id: id,
+    EventIdentifier: `sim-${name}-${n}`,
+    EventDate: sfDatetime(eventMs),
+    CreatedDate: sfDatetime(eventMs + 30_000),
+    UserId: userId,
+    Username: user,
+    SessionKey: simId("vMA", n),
+    LoginKey: simId("Lk0", n),
+    SourceIp: `10.0.${n % 256}.${1 + (n % 254)}`,
+    ...threatValues(event, rand, n + 1, { userId, username: user }),
+  };
 }
 
 /** One Hourly file of `rows` rows created at `createdMs`; its REQUEST_IDs continue the type's numbering. */

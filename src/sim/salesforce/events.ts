@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import avsc from "avsc";
 import { seededRandom } from "../../util/prng.ts";
 import { simUserId, simUsername } from "../salesforce-rest/users.ts";
+import { THREAT_EVENTS, THREAT_FIELDS, threatValues } from "./threat-detection.ts";
 
 type AvroField = { name: string; type: unknown; default?: unknown };
 
@@ -103,6 +104,9 @@ const FIELDS: Record<string, AvroField[]> = {
     field("OsName", "string"),
     field("UserType", "string"),
   ],
+  ...Object.fromEntries(
+    THREAT_EVENTS.map((e) => [e, [...COMMON, ...THREAT_FIELDS[e].map(([name, type]) => field(name, type))]]),
+  ),
 };
 
 const GENERIC: AvroField[] = [
@@ -163,7 +167,8 @@ export function buildTopicSchema(topic: string): SimTopicSchema {
   return { topic, shortName, schemaId, schemaJson, type: avsc.Type.forSchema(schema as avsc.Schema) };
 }
 
-function seedFor(seed: number, topic: string, n: number): number {
+/** The PRNG seed of record `n` of `topic` (or of a stored object) under the org's seed. */
+export function seedFor(seed: number, topic: string, n: number): number {
   const h = createHash("sha256").update(`${seed}\u0000${topic}\u0000${n}`).digest();
   return h.readUInt32BE(0);
 }
@@ -216,7 +221,8 @@ export function generateEvent(
     SourceIp: ip(rand),
   };
   const ok = rand() > 0.1;
-  switch (schema.topic.startsWith("/data/") ? "CDC" : schema.shortName) {
+  const kind = schema.topic.startsWith("/data/") ? "CDC" : schema.shortName;
+  switch (kind) {
     case "LoginEventStream":
       return {
         ...common,
@@ -273,6 +279,12 @@ export function generateEvent(
         Browser: pick(rand, BROWSERS),
         OsName: pick(rand, PLATFORMS),
         UserType: "Standard",
+      };
+    case "LoginAnomalyEvent":
+    case "UniversalAnomalyEvent":
+      return {
+        ...common,
+        ...threatValues(kind, rand, n, { userId: common.UserId as string, username: simUsername(userIndex) }),
       };
     case "CDC": {
       const entity = schema.shortName.replace(/ChangeEvent$/, "") || "Account";
