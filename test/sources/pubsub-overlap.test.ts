@@ -24,6 +24,12 @@ describe("category normalisation", () => {
     assert.equal(categoryOfTopic("/event/Event"), "event");
     assert.equal(categoryOfObject("ApiAnomalyEventStore"), "apianomaly");
     assert.equal(categoryOfObject("LoginHistory"), "login");
+    // The newer Threat Detection pairs (#38): a store and its stream are one category, and a login
+    // anomaly is not a login.
+    assert.equal(categoryOfTopic("/event/UniversalAnomalyEvent"), "universalanomaly");
+    assert.equal(categoryOfObject("UniversalAnomalyEventStore"), "universalanomaly");
+    assert.equal(categoryOfTopic("/event/LoginAnomalyEvent"), "loginanomaly");
+    assert.equal(categoryOfObject("LoginAnomalyEventStore"), "loginanomaly");
     assert.equal(categoryOfElfType("Login As"), "loginas");
     assert.equal(categoryOfElfType("API"), "api");
   });

@@ -128,10 +128,18 @@ describe("discovery rules", () => {
       "LoginEvent",
       "ApiAnomalyEvent",
       "ApiAnomalyEventStore",
+      "LoginAnomalyEvent",
+      "LoginAnomalyEventStore",
+      "UniversalAnomalyEvent",
+      "UniversalAnomalyEventStore",
       "Order_Shipped__e",
       "AccountChangeEvent",
     ]);
     assert.deepEqual(found.streams, ["/event/ApiEventStream", "/event/LoginEventStream"]);
-    assert.deepEqual(found.storePairs, ["/event/ApiAnomalyEvent"]);
+    assert.deepEqual(found.storePairs, [
+      "/event/ApiAnomalyEvent",
+      "/event/LoginAnomalyEvent",
+      "/event/UniversalAnomalyEvent",
+    ]);
   });
 });

@@ -497,6 +497,39 @@ describe("PubSubSource wildcard", () => {
     );
   });
 
+  it("discovers the newer Threat Detection events through their *Store twins and streams them (#38)", async (t) => {
+    const threat = ["/event/LoginAnomalyEvent", "/event/UniversalAnomalyEvent"];
+    const sim = await simOrg(t, { topics: [LOGIN, ...threat], eventsPerTopic: 3 });
+    const auth = new TokenProvider({ settings: clientCredentials(sim) });
+    // Off by default: a swap to the wildcard adds no topic on its own.
+    assert.deepEqual(await new DescribeGlobalDiscoverer(auth, "66.0").discover(), [LOGIN]);
+    const { source } = sourceFor(sim, { topics: ["*"], discover_event_store_pairs: true });
+
+    const all = await collect(t, source, stateOf(), (a) => a.length >= 9);
+
+    const byTopic = new Map<string, LogEntry[]>();
+    for (const e of all) byTopic.set(e.checkpoint.key, [...(byTopic.get(e.checkpoint.key) ?? []), e]);
+    assert.deepEqual([...byTopic.keys()].sort(), [LOGIN, ...threat].map((t) => `pubsub:${t}`).sort());
+    for (const topic of threat) {
+      const entries = byTopic.get(`pubsub:${topic}`)!;
+      assert.equal(entries.length, 3, topic);
+      for (const e of entries) {
+        assert.equal(e.labels.event_type, topic.slice("/event/".length));
+        const p = JSON.parse(e.line) as Record<string, unknown>;
+        assert.equal(typeof p.Score, "number", `${topic}: Score is shipped as a number`);
+        assert.equal(
+          e.timestampNs,
+          BigInt(Date.parse(p.EventDate as string)) * 1_000_000n,
+          `${topic}: dated at EventDate`,
+        );
+      }
+    }
+    const subtypes = byTopic
+      .get("pubsub:/event/UniversalAnomalyEvent")!
+      .map((e) => (JSON.parse(e.line) as { AnomalySubType: string }).AnomalySubType);
+    assert.deepEqual(subtypes, ["ApiAnomaly", "CredentialStuffing", "GuestUserAnomaly"]);
+  });
+
   it("falls back to the explicit topics when discovery keeps failing", async (t) => {
     const sim = await simOrg(t, { topics: TOPICS, eventsPerTopic: 2 });
     sim.faults.failHttp("/services/data/v60.0/sobjects/", 3, 500);
