@@ -5,6 +5,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { DASHBOARDS_DIR, dashboards, render } from "../../deploy/grafana/src/dashboards.ts";
+import { THREAT_EVENT_TYPES } from "../../deploy/grafana/src/security-access.ts";
+import { buildTopicSchema } from "../../src/sim/salesforce/events.ts";
+import { THREAT_EVENTS } from "../../src/sim/salesforce/threat-detection.ts";
 import { LABEL_ALLOWLIST } from "../../src/sinks/receiving-loki/labels.ts";
 import { ELF_COLUMNS } from "./elf-columns.ts";
 import { promtoolCases, untestedAlerts } from "./promtool-tests.ts";
@@ -112,6 +115,52 @@ test("every EventLogFile column a dashboard or rule reads is a column of that ty
       },
     ]),
     ["x: the Login EventLogFile has no column COUNTRY_CODE"],
+  );
+});
+
+/** The fields of the newer Threat Detection events, as the simulated org's schemas hold the documented ones. */
+const THREAT_FIELD_NAMES = new Set(
+  THREAT_EVENTS.flatMap((e) =>
+    (JSON.parse(buildTopicSchema(`/event/${e}`).schemaJson) as { fields: { name: string }[] }).fields.map(
+      (f) => f.name,
+    ),
+  ),
+);
+
+/** Each Threat Detection query's fields that no Threat Detection event carries. */
+function unknownThreatFields(queries: readonly Query[]): string[] {
+  const problems: string[] = [];
+  for (const q of queries.filter((q) => q.language === "logql" && /AnomalyEvent/.test(q.expr))) {
+    for (const f of logqlShape(q, LABEL_ALLOWLIST).fields)
+      if (!THREAT_FIELD_NAMES.has(f)) problems.push(`${q.where}: no Threat Detection event has a field ${f}`);
+  }
+  return problems;
+}
+
+test("every Threat Detection panel and rule reads documented fields over one shared set of event types", () => {
+  const queries = allShippedQueries().filter((q) => /AnomalyEvent/.test(q.expr));
+  assert.ok(
+    queries.some((q) => q.rule?.alert === "Sf2lokiThreatDetectionHighScore"),
+    "the alert ships",
+  );
+  assert.ok(queries.filter((q) => q.rule === undefined).length >= 4, "the dashboard row ships");
+  assert.deepEqual(unknownThreatFields(queries), []);
+  for (const q of queries)
+    assert.ok(
+      q.expr.includes(`event_type=~"${THREAT_EVENT_TYPES}"`) ||
+        q.expr.includes('event_type=~"UniversalAnomalyEvent(Store)?"'),
+      `${q.where}: selects the Threat Detection event types the dashboard defines`,
+    );
+  // The check sees a field the events lack (ApiAnomalyEvent's Operation is none of theirs).
+  assert.deepEqual(
+    unknownThreatFields([
+      {
+        where: "x",
+        language: "logql",
+        expr: `sum by (Operation) (count_over_time({job="sf2loki", event_type=~"${THREAT_EVENT_TYPES}"} | json | Score > 90 [5m]))`,
+      },
+    ]),
+    ["x: no Threat Detection event has a field Operation"],
   );
 });
 

@@ -20,6 +20,8 @@ export interface Query {
   rule?: {
     alert?: string;
     record?: string;
+    /** An alert's `for`; unset, it fires at the first evaluation that finds it true. */
+    for?: string;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
   };
@@ -70,6 +72,7 @@ interface RuleFile {
     rules: {
       alert?: string;
       record?: string;
+      for?: string;
       expr: string;
       labels?: Record<string, string>;
       annotations?: Record<string, string>;
@@ -87,6 +90,7 @@ export function ruleQueries(file: string, language: Query["language"]): Query[] 
       rule: {
         ...(r.alert && { alert: r.alert }),
         ...(r.record && { record: r.record }),
+        ...(r.for && { for: r.for }),
         ...(r.labels && { labels: r.labels }),
         ...(r.annotations && { annotations: r.annotations }),
       },

@@ -1,12 +1,23 @@
 // Security and access (Loki): who logs in, from where, and how logins fail, from the Login
-// EventLogFile (hourly/daily) and the real-time LoginEventStream. Field names are the Salesforce
-// ones sf2loki ships unchanged in each JSON line.
+// EventLogFile (hourly/daily) and the real-time LoginEventStream, and what Threat Detection flagged.
+// Field names are the Salesforce ones sf2loki ships unchanged in each JSON line.
 import { RowBuilder } from "@grafana/grafana-foundation-sdk/dashboard";
 import type { DashboardBuilder } from "@grafana/grafana-foundation-sdk/dashboard";
 import { logs, sf2lokiDashboard, STREAM, table, timeseries } from "./panels.ts";
 
 const ELF_LOGIN = `{${STREAM}, source="eventlogfile", event_type="Login"}`;
 const RT_LOGIN = `{${STREAM}, source="pubsub", event_type="LoginEventStream"}`;
+/**
+ * Every Threat Detection event, streamed (`<X>Event`, source pubsub) or polled (`<X>EventStore`,
+ * source eventlog_objects): all of them carry Score, Username and Summary. An org ingests each
+ * category from one source (the overlap guard), so nothing here counts twice.
+ */
+export const THREAT_EVENT_TYPES =
+  "(Api|Login|Report|Universal)AnomalyEvent(Store)?|(CredentialStuffing|SessionHijacking)Event(Store)?";
+const THREAT = `{${STREAM}, event_type=~"${THREAT_EVENT_TYPES}"}`;
+const UNIVERSAL = `{${STREAM}, event_type=~"UniversalAnomalyEvent(Store)?"}`;
+/** Salesforce's Score runs from 0 to 100; the Sf2lokiThreatDetectionHighScore alert's threshold. */
+const HIGH_SCORE = 90;
 
 export function securityAccess(): DashboardBuilder {
   return sf2lokiDashboard(
@@ -46,6 +57,50 @@ export function securityAccess(): DashboardBuilder {
         "Logins by login type and application",
         "LoginEventStream events over the dashboard range.",
         `topk(20, sum by (LoginType, Application) (count_over_time(${RT_LOGIN} | json | __error__="" [$__range])))`,
+      ),
+    )
+    .withRow(new RowBuilder("Threat Detection"))
+    .withPanel(
+      timeseries(
+        "loki",
+        "Anomaly events by type",
+        "Threat Detection events (Api/Login/Report/Universal anomalies, credential stuffing, session hijacking) by event type, streamed or polled.",
+        "short",
+        [
+          {
+            expr: `sum by (event_type) (count_over_time(${THREAT} [$__auto]))`,
+            legend: "{{event_type}}",
+          },
+        ],
+      ),
+    )
+    .withPanel(
+      timeseries(
+        "loki",
+        "Universal anomalies by subtype",
+        "UniversalAnomalyEvent (API v66) by AnomalySubType: the one schema every newer detector reports in.",
+        "short",
+        [
+          {
+            expr: `sum by (AnomalySubType) (count_over_time(${UNIVERSAL} | json | __error__="" [$__auto]))`,
+            legend: "{{AnomalySubType}}",
+          },
+        ],
+      ),
+    )
+    .withPanel(
+      table(
+        "loki",
+        "Users with high-score anomalies",
+        `Threat Detection events with Score >= ${HIGH_SCORE} (of 100) over the dashboard range, by user, event type and subtype.`,
+        `topk(20, sum by (Username, event_type, AnomalySubType) (count_over_time(${THREAT} | json | __error__="" | Score >= ${HIGH_SCORE} [$__range])))`,
+      ),
+    )
+    .withPanel(
+      logs(
+        "Newest anomaly events",
+        "Raw Threat Detection lines, newest first: Summary and SecurityEventData say what the model saw.",
+        `${THREAT} | json | __error__=""`,
       ),
     )
     .withRow(new RowBuilder("Login EventLogFile"))
