@@ -2,8 +2,10 @@
 // Loki's own parser formats every expression. Then each rule, evaluated at now as the ruler does,
 // fires on samples shaped like sf2loki's and stays quiet on a healthy org: EventLogFile rows made by
 // the daemon's own ElfFileShaper and dated 1 to 5 hours back (as Salesforce's hourly files reach
-// Loki), LoginEventStream events of the simulated org dated seconds back. Last, the ruler's own
-// evaluation puts the firing tenant's alerts in pending and leaves the healthy tenant's inactive.
+// Loki), LoginEventStream events of the simulated org dated seconds back, and Threat Detection events
+// of the simulated org: LoginAnomalyEvent streamed, UniversalAnomalyEventStore records polled and
+// shaped by the daemon's own EntryShaper. Last, the ruler's own evaluation puts the firing tenant's
+// alerts in pending (firing, for an alert without `for`) and leaves the healthy tenant's inactive.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -13,6 +15,8 @@ import { setTimeout as delay } from "node:timers/promises";
 import { NO_TRANSFORMS } from "../../src/egress/transforms.ts";
 import { LogEntry, type Labels } from "../../src/model.ts";
 import { buildTopicSchema, generateEvent } from "../../src/sim/salesforce/events.ts";
+import type { SimData } from "../../src/sim/salesforce-rest/data.ts";
+import { appendObjectRecords } from "../../src/sim/salesforce-rest/generate.ts";
 import { encodeJsonPush } from "../../src/sinks/loki/encode-json.ts";
 import { groupStreams } from "../../src/sinks/receiving-loki/streams.ts";
 import { ElfFileShaper } from "../../src/sources/eventlogfile/shape.ts";
@@ -85,14 +89,59 @@ function loginEvents(nowMs: number, total: number, failed: number): LogEntry[] {
   return Array.from({ length: total }, (_, i) => {
     const p = generateEvent(30, schema, i + 1, nowMs - 20_000 - i * 1000);
     p.Status = i < failed ? "Invalid Password" : "Success";
-    return new LogEntry({
-      timestampNs: BigInt(p.EventDate as number) * 1_000_000n,
-      labels: { source: "pubsub", event_type: "LoginEventStream", ...STATIC },
-      line: canonicalJson(p),
-      structuredMetadata: { level: deriveLevel(p) },
-      checkpoint: { key: "pubsub:/event/LoginEventStream", value: "" },
-    });
+    return streamedEntry("LoginEventStream", p);
   });
+}
+
+/** A Pub/Sub event of the simulated org as the Pub/Sub task ships it: dated at EventDate, JSON line. */
+function streamedEntry(eventType: string, p: Record<string, unknown>): LogEntry {
+  return new LogEntry({
+    timestampNs: BigInt(p.EventDate as number) * 1_000_000n,
+    labels: { source: "pubsub", event_type: eventType, ...STATIC },
+    line: canonicalJson(p),
+    structuredMetadata: { level: deriveLevel(p) },
+    checkpoint: { key: `pubsub:/event/${eventType}`, value: "" },
+  });
+}
+
+/** Threat Detection: `high` of each set scored 95 (all of one user), the others 40. */
+const ATTACKED = "mallory@example.com";
+
+/**
+ * 10 LoginAnomalyEvent events streamed 1 to 10 minutes back, as the Pub/Sub task shapes them, and 12
+ * UniversalAnomalyEventStore records polled, as eventlog_objects shapes them (its subtypes cycle).
+ */
+function anomalies(nowMs: number, high: number): LogEntry[] {
+  const schema = buildTopicSchema("/event/LoginAnomalyEvent");
+  const streamed = Array.from({ length: 10 }, (_, i) => {
+    const p = generateEvent(30, schema, i + 1, nowMs - 60_000 - i * 50_000);
+    if (i < high) Object.assign(p, { Score: 95, Username: ATTACKED });
+    else p.Score = 40;
+    return streamedEntry("LoginAnomalyEvent", p);
+  });
+  const store = "UniversalAnomalyEventStore";
+  const data = { objects: {} } as SimData;
+  const records = appendObjectRecords(data, store, 12, {
+    prefix: "0Y0",
+    fromMs: nowMs - 10 * 60_000,
+    toMs: nowMs - 60_000,
+  });
+  const shaper = new EntryShaper("eventlog_objects", systemClock);
+  const polled = records.map((r, i) => {
+    if (i < high) Object.assign(r, { Score: 95, Username: ATTACKED });
+    else r.Score = 40;
+    const entry = shaper.entry({
+      payload: { attributes: { type: store }, ...r },
+      labels: { source: "eventlog_objects", event_type: store },
+      metadataFields: [],
+      timestampFields: ["EventDate", "CreatedDate"],
+      fallbackNs: undefined,
+      checkpoint: { key: `eventlog_objects:${store}`, value: "{}" },
+    });
+    entry.labels = { ...entry.labels, ...STATIC };
+    return entry;
+  });
+  return [...streamed, ...polled];
 }
 
 /** 40 Apex callouts spread over 1 to 5 hours back, `failed` of them with SUCCESS=0. */
@@ -168,6 +217,17 @@ const EXPECTED: Record<string, [Record<string, number>, Record<string, number>]>
   "sf2loki:login_failures:count5m": [{ "": 60 }, { "": 5 }],
   Sf2lokiApexCalloutErrorRate: [{ "": 0.25 }, {}],
   Sf2lokiLoginFailureSpike: [{ "": 60 }, {}],
+  // By AnomalySubType (UniversalAnomalyEvent's only), Username and event_type; the first three
+  // Universal records are ApiAnomaly, CredentialStuffing and GuestUserAnomaly.
+  Sf2lokiThreatDetectionHighScore: [
+    {
+      [`${ATTACKED}|LoginAnomalyEvent`]: 3,
+      [`ApiAnomaly|${ATTACKED}|UniversalAnomalyEventStore`]: 1,
+      [`CredentialStuffing|${ATTACKED}|UniversalAnomalyEventStore`]: 1,
+      [`GuestUserAnomaly|${ATTACKED}|UniversalAnomalyEventStore`]: 1,
+    },
+    {},
+  ],
 };
 
 interface RulerRule {
@@ -219,8 +279,18 @@ test(
   async () => {
     const loki = shared.loki;
     const nowMs = Date.now();
-    await push(loki, FIRING, [...callouts(nowMs, 10), ...apiUsage(nowMs), ...loginEvents(nowMs, 100, 60)]);
-    await push(loki, HEALTHY, [...callouts(nowMs, 1), ...apiUsage(nowMs), ...loginEvents(nowMs, 100, 5)]);
+    await push(loki, FIRING, [
+      ...callouts(nowMs, 10),
+      ...apiUsage(nowMs),
+      ...loginEvents(nowMs, 100, 60),
+      ...anomalies(nowMs, 3),
+    ]);
+    await push(loki, HEALTHY, [
+      ...callouts(nowMs, 1),
+      ...apiUsage(nowMs),
+      ...loginEvents(nowMs, 100, 5),
+      ...anomalies(nowMs, 0),
+    ]);
     // Rows dated more than query_ingesters_within (3h) back are read from flushed chunks only.
     await loki.flush();
     const flushedAt = Date.now();
@@ -259,8 +329,13 @@ test(
     for (const [tenant, rules] of Object.entries(seen)) {
       for (const r of rules) {
         assert.deepEqual([r.health, r.lastError], ["ok", ""], `${tenant} ${r.name}`);
-        if (r.type === "alerting")
-          assert.equal(r.state, tenant === FIRING ? "pending" : "inactive", `${tenant} ${r.name}`);
+        if (r.type !== "alerting") continue;
+        const held = RULES.find((q) => q.rule!.alert === r.name)!.rule!.for !== undefined;
+        assert.equal(
+          r.state,
+          tenant === HEALTHY ? "inactive" : held ? "pending" : "firing",
+          `${tenant} ${r.name}`,
+        );
       }
     }
   },
