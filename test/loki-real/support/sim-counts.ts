@@ -9,9 +9,13 @@ type World = Awaited<ReturnType<typeof startDemoWorld>>;
 const TOPICS = ["LoginEventStream", "ApiEventStream", "LightningUriEventStream"];
 
 /** `pubsub/<topic>` at `eventsPerTopic` each, and every polled source at what it emitted. */
-export function emittedBySource(world: World, eventsPerTopic: number): Record<string, number> {
+export function emittedBySource(
+  world: World,
+  eventsPerTopic: number,
+  topics: readonly string[] = TOPICS,
+): Record<string, number> {
   const expected: Record<string, number> = {};
-  for (const topic of TOPICS) expected[`pubsub/${topic}`] = eventsPerTopic;
+  for (const topic of topics) expected[`pubsub/${topic}`] = eventsPerTopic;
   for (const [key, d] of Object.entries(world.pollingStats())) {
     const [source, type] = key.split(":");
     expected[type ? `${source}/${type}` : `${source}/*`] = d.emitted;
