@@ -97,6 +97,14 @@ export function securityAccess(): DashboardBuilder {
       ),
     )
     .withPanel(
+      table(
+        "loki",
+        "Source IPs of high-score anomalies",
+        `Threat Detection events with Score >= ${HIGH_SCORE} over the dashboard range, by SourceIp and event type: one address behind several users is an attack, not a user.`,
+        `topk(20, sum by (SourceIp, event_type) (count_over_time(${THREAT} | json | __error__="" | Score >= ${HIGH_SCORE} [$__range])))`,
+      ),
+    )
+    .withPanel(
       logs(
         "Newest anomaly events",
         "Raw Threat Detection lines, newest first: Summary and SecurityEventData say what the model saw.",
